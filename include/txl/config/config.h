@@ -1,0 +1,104 @@
+// The configuration tree: one JSON file with sections data, model, train, eval.
+//
+// Every key has a default (documented next to it and printed by `txl config --defaults`)
+// except data.dir. Parsing rejects unknown keys and wrong types; validation names the key
+// path, the value and what is allowed, e.g.
+//   model.d_model (500) must equal model.n_head * model.d_head (4 * 64 = 256)
+// All such errors are txl::InputError (exit code 2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace txl {
+
+enum class TokenizerKind { kChar, kWord };
+enum class PosEncoding { kRelative, kAbsolute, kRelativeLearned };
+enum class Precision { kFp32, kBf16 };
+
+// Names as they appear in JSON; parse_* throw InputError listing the valid names.
+std::string to_string(TokenizerKind kind);
+std::string to_string(PosEncoding encoding);
+std::string to_string(Precision precision);
+TokenizerKind parse_tokenizer_kind(const std::string& name, const std::string& key_path);
+PosEncoding parse_pos_encoding(const std::string& name, const std::string& key_path);
+Precision parse_precision(const std::string& name, const std::string& key_path);
+
+struct DataConfig {
+  std::string dir;                         // required: folder with train.txt, valid.txt, test.txt
+  TokenizerKind tokenizer = TokenizerKind::kChar;  // "char" (code points) | "word" (whitespace + <eos>)
+  int64_t min_freq = 1;                    // word: rarer training words become <unk>
+  int64_t max_vocab = 0;                   // word: keep the most frequent N (0 = no limit)
+};
+
+struct ModelConfig {
+  PosEncoding pos_encoding = PosEncoding::kRelative;  // "relative" | "absolute" | "relative_learned"
+  int64_t n_layer = 4;
+  int64_t d_model = 256;                   // must equal n_head * d_head
+  int64_t n_head = 4;
+  int64_t d_head = 64;
+  int64_t d_inner = 1024;                  // feed-forward width
+  double dropout = 0.1;                    // embeddings, positions, attention output, FF
+  double dropatt = 0.0;                    // attention probabilities
+  bool pre_norm = false;                   // false: post-norm blocks as in Transformer-XL
+  bool tie_weights = true;                 // output layer shares the embedding matrix
+  int64_t clamp_len = 0;                   // relative: cap distances at this value (0 = no cap)
+  int64_t max_rel_dist = 512;              // relative_learned: table of 2*max_rel_dist-1 distances
+  double init_std = 0.02;                  // N(0, init_std) as in the reference implementation
+};
+
+struct TrainConfig {
+  int64_t tgt_len = 128;                   // tokens per segment
+  int64_t mem_len = 128;                   // memory length (must be 0 for absolute)
+  int64_t batch_size = 16;                 // number of contiguous streams
+  int64_t max_steps = 2000;
+  double lr = 5e-4;                        // peak learning rate
+  int64_t warmup_steps = 100;              // linear warm-up, then cosine decay
+  double min_lr_ratio = 0.1;               // cosine decays to lr * min_lr_ratio
+  double weight_decay = 0.0;               // AdamW decoupled weight decay
+  double clip = 0.25;                      // gradient-norm clip (0 = off)
+  int64_t seed = 1234;
+  int64_t log_interval = 20;               // steps between progress lines
+  int64_t eval_interval = 200;             // steps between validations (0 = only at the end)
+  int64_t eval_max_tokens = 0;             // cap on validation tokens per evaluation (0 = whole split)
+  int64_t threads = 0;                     // 0 = all cores
+  Precision precision = Precision::kFp32;  // "fp32" | "bf16" (CPU autocast; weights stay fp32)
+};
+
+struct EvalConfig {
+  std::vector<int64_t> lengths = {64, 128, 256, 512, 1024};  // evaluated window lengths
+  std::string split = "valid";             // "valid" | "test"
+  int64_t batch_tokens = 8192;             // windows per forward pass ~ batch_tokens / length
+};
+
+struct Config {
+  DataConfig data;
+  ModelConfig model;
+  TrainConfig train;
+  EvalConfig eval;
+};
+
+// Parses a whole config. `source` names where it came from (a file path) for messages.
+// Missing keys take defaults; unknown keys, wrong types and invalid values throw InputError.
+Config config_from_json(const nlohmann::json& j, const std::string& source);
+
+// The resolved configuration with every key, as written to a run directory.
+nlohmann::json config_to_json(const Config& config);
+
+// Reads and parses a file; a missing or unreadable file or bad JSON throws InputError
+// naming the path.
+nlohmann::json read_json_file(const std::string& path);
+
+// Applies one "--set a.b.c=value" override to a JSON tree before parsing.
+// The value is read as JSON when it parses as JSON (numbers, true/false, [..]) and as a
+// string otherwise. The key path must name an existing config key.
+void apply_override(nlohmann::json& j, const std::string& assignment);
+
+// Checks cross-field rules and ranges; throws InputError naming the key path and value.
+// Also called by config_from_json. Does not touch the file system.
+void validate(const Config& config);
+
+}  // namespace txl

@@ -1,0 +1,38 @@
+// A corpus is a directory holding train.txt, valid.txt and test.txt (UTF-8).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "txl/config/config.h"
+#include "txl/data/tokenizer.h"  // EncodeStats
+#include "txl/data/vocab.h"
+
+namespace txl {
+
+// Reads a whole file. Missing, unreadable or a directory: InputError naming the path.
+std::string read_text_file(const std::string& path);
+
+// "<dir>/<split>.txt"; split must be train, valid or test (InputError otherwise).
+std::string split_path(const std::string& dir, const std::string& split);
+
+// Checks that data.dir is a directory with all three splits, each readable and holding at
+// least two tokens (an empty or whitespace-only split is an error). Reads nothing else.
+// Used before a run directory is created.
+void check_corpus_dir(const DataConfig& config);
+
+struct Corpus {
+  Vocab vocab;                 // built from train only
+  std::vector<int32_t> train;  // token ids
+  std::vector<int32_t> valid;
+  std::vector<int32_t> test;
+};
+
+Corpus load_corpus(const DataConfig& config);
+
+// One split encoded with an existing vocabulary (eval reuses the run's vocabulary).
+std::vector<int32_t> load_split(const std::string& dir, const std::string& split, const Vocab& vocab,
+                                EncodeStats* stats = nullptr);
+
+}  // namespace txl

@@ -1,0 +1,53 @@
+// Vocabulary: token strings <-> integer ids, saved in a run directory as vocab.json.
+//
+// Ids are dense 0..size()-1. Every vocabulary holds <unk> (tokens never seen in training
+// map to it); word vocabularies also hold <eos> (one per line end).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/config/config.h"
+
+namespace txl {
+
+inline constexpr const char* kUnkToken = "<unk>";
+inline constexpr const char* kEosToken = "<eos>";
+
+class Vocab {
+ public:
+  Vocab() = default;
+  // `tokens` must be distinct and contain kUnkToken; order defines the ids.
+  Vocab(TokenizerKind kind, std::vector<std::string> tokens);
+
+  int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  TokenizerKind kind() const { return kind_; }
+  bool contains(const std::string& token) const;
+  int64_t id(const std::string& token) const;  // unk_id() when absent
+  const std::string& token(int64_t id) const;   // throws std::out_of_range for a bad id
+  int64_t unk_id() const { return unk_id_; }
+  const std::vector<std::string>& tokens() const { return tokens_; }
+
+  // FNV-1a 64 over kind and tokens: identifies a vocabulary in checkpoints and compare.
+  uint64_t checksum() const;
+
+  nlohmann::json to_json() const;
+  // `source` names the file for messages; malformed content throws InputError.
+  static Vocab from_json(const nlohmann::json& j, const std::string& source);
+  void save(const std::string& path) const;     // atomic: temp file then rename
+  static Vocab load(const std::string& path);   // InputError naming the path on any problem
+
+ private:
+  TokenizerKind kind_ = TokenizerKind::kChar;
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int64_t> index_;
+  int64_t unk_id_ = -1;
+};
+
+bool operator==(const Vocab& a, const Vocab& b);
+
+}  // namespace txl

@@ -1,0 +1,59 @@
+// One Transformer-XL block: multi-head attention over [memory ; current] then a ReLU
+// feed-forward, each with residual and LayerNorm (post-norm by default, pre-norm optional).
+// Shapes follow the legend in positional.h.
+#pragma once
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "txl/config/config.h"
+#include "txl/model/position_score.h"
+
+namespace txl {
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelConfig& config);
+  // h: [B, Q, C] current segment; memory: [B, M, C] or undefined             -> [B, Q, C]
+  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& memory,
+                        const PositionContext& pos);
+
+  torch::nn::Linear qkv{nullptr};   // C -> 3*H*D, no bias (q from h, k and v from [mem ; h])
+  torch::nn::Linear out{nullptr};   // H*D -> C, no bias
+  torch::nn::LayerNorm norm{nullptr};
+  std::shared_ptr<PositionScoreImpl> score;
+
+ private:
+  int64_t n_head_, d_head_;
+  bool pre_norm_;
+  torch::nn::Dropout drop{nullptr}, dropatt{nullptr};
+};
+TORCH_MODULE(Attention);
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  explicit FeedForwardImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& h);  // [B, Q, C] -> [B, Q, C]
+
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+
+ private:
+  bool pre_norm_;
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& memory,
+                        const PositionContext& pos);
+
+  Attention attn{nullptr};
+  FeedForward ff{nullptr};
+};
+TORCH_MODULE(Block);
+
+}  // namespace txl

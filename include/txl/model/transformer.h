@@ -1,0 +1,54 @@
+// The Transformer-XL language model: embedding (scaled by sqrt(C)), n_layer blocks with
+// segment-level memory, output layer (tied to the embedding by default).
+// Shapes follow the legend in positional.h.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "txl/config/config.h"
+#include "txl/model/block.h"
+#include "txl/model/memory.h"
+
+namespace txl {
+
+struct ForwardOptions {
+  torch::Tensor targets;   // [B, Q] next-token ids; when set, `nll` is returned
+  int64_t keep_memory = 0; // how many positions of memory to return for the next segment
+  int64_t clamp_len = -1;  // relative distance cap for this pass (-1: model.clamp_len)
+  bool want_logits = false;
+};
+
+struct LMOutput {
+  torch::Tensor nll;       // [B, Q] float32 per-token negative log-likelihood (with targets)
+  torch::Tensor logits;    // [B, Q, V] (want_logits or no targets)
+  Memory memory;           // for the next segment (empty when keep_memory == 0)
+};
+
+class TransformerLMImpl : public torch::nn::Module {
+ public:
+  TransformerLMImpl(const ModelConfig& config, int64_t vocab_size);
+
+  // tokens: [B, Q] int64; memory from the previous segment of the same streams (may be empty).
+  LMOutput forward(const torch::Tensor& tokens, const Memory& memory, const ForwardOptions& options);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t vocab_size() const { return vocab_size_; }
+  bool has_memory() const { return config_.pos_encoding != PosEncoding::kAbsolute; }
+
+  torch::nn::Embedding embedding{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
+  torch::nn::Linear output{nullptr};         // untied output layer only
+  torch::Tensor output_bias;                 // [V]
+
+ private:
+  ModelConfig config_;
+  int64_t vocab_size_;
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(TransformerLM);
+
+// Number of parameters (all, and those in matrix multiplies excluding the embedding lookup).
+int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace txl

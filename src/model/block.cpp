@@ -1,0 +1,99 @@
+#include "txl/model/block.h"
+
+#include <cmath>
+
+#include "txl/model/positional.h"
+
+namespace txl {
+
+namespace {
+
+void init_linear(torch::nn::Linear& layer, double std) {
+  torch::NoGradGuard no_grad;
+  layer->weight.normal_(0.0, std);
+  if (layer->bias.defined()) layer->bias.zero_();
+}
+
+}  // namespace
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : n_head_(c.n_head), d_head_(c.d_head), pre_norm_(c.pre_norm) {
+  const int64_t hd = c.n_head * c.d_head;
+  qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, 3 * hd).bias(false)));
+  out = register_module("out", torch::nn::Linear(torch::nn::LinearOptions(hd, c.d_model).bias(false)));
+  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+  score = register_module("score", make_position_score(c));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  dropatt = register_module("dropatt", torch::nn::Dropout(c.dropatt));
+  init_linear(qkv, c.init_std);
+  init_linear(out, c.init_std);
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor& memory,
+                                     const PositionContext& pos) {
+  const int64_t batch = h.size(0), query_len = h.size(1);
+  const int64_t hd = n_head_ * d_head_;
+  const int64_t mem_len = memory.defined() ? memory.size(1) : 0;
+  const int64_t key_len = mem_len + query_len;
+
+  auto x = pre_norm_ ? norm(h) : h;                                           // [B, Q, C]
+  torch::Tensor q, k, v;
+  if (mem_len == 0) {
+    auto qkv_all = qkv(x).view({batch, query_len, 3, n_head_, d_head_});     // [B, Q, 3, H, D]
+    q = qkv_all.select(2, 0);
+    k = qkv_all.select(2, 1);
+    v = qkv_all.select(2, 2);
+  } else {
+    // Queries only for the current segment; keys and values for memory too.
+    auto mem = pre_norm_ ? norm(memory) : memory;                             // [B, M, C]
+    auto cat = torch::cat({mem, x}, /*dim=*/1);                               // [B, K, C]
+    q = torch::linear(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
+    auto kv = torch::linear(cat, qkv->weight.narrow(0, hd, 2 * hd))
+                  .view({batch, key_len, 2, n_head_, d_head_});               // [B, K, 2, H, D]
+    k = kv.select(2, 0);
+    v = kv.select(2, 1);
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d_head_));
+  q = q.transpose(1, 2) * scale;                                              // [B, H, Q, D]
+  k = k.transpose(1, 2);                                                      // [B, H, K, D]
+  v = v.transpose(1, 2);                                                      // [B, H, K, D]
+
+  PositionContext layer_pos = pos;
+  layer_pos.mem_len = mem_len;
+  auto scores = score->scores(q, k, layer_pos);                               // [B, H, Q, K]
+  scores = scores.masked_fill(causal_mask(query_len, mem_len, h.device()),
+                              -std::numeric_limits<float>::infinity());
+  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(v.dtype());     // [B, H, Q, K]
+  probs = dropatt(probs);
+  auto ctx = torch::matmul(probs, v);                                         // [B, H, Q, D]
+  ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});                  // [B, Q, H*D]
+  auto y = drop(out(ctx));                                                    // [B, Q, C]
+  return pre_norm_ ? h + y : norm(h + y);
+}
+
+FeedForwardImpl::FeedForwardImpl(const ModelConfig& c) : pre_norm_(c.pre_norm) {
+  fc1 = register_module("fc1", torch::nn::Linear(c.d_model, c.d_inner));
+  fc2 = register_module("fc2", torch::nn::Linear(c.d_inner, c.d_model));
+  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  init_linear(fc1, c.init_std);
+  init_linear(fc2, c.init_std);
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& h) {
+  auto x = pre_norm_ ? norm(h) : h;                          // [B, Q, C]
+  auto y = drop(fc2(drop(torch::relu(fc1(x)))));             // [B, Q, C]
+  return pre_norm_ ? h + y : norm(h + y);
+}
+
+BlockImpl::BlockImpl(const ModelConfig& c) {
+  attn = register_module("attn", Attention(c));
+  ff = register_module("ff", FeedForward(c));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& h, const torch::Tensor& memory,
+                                 const PositionContext& pos) {
+  return ff(attn(h, memory, pos));
+}
+
+}  // namespace txl

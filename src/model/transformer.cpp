@@ -1,0 +1,87 @@
+#include "txl/model/transformer.h"
+
+#include <cmath>
+
+#include "txl/model/positional.h"
+
+namespace txl {
+
+TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
+    : config_(c), vocab_size_(vocab_size) {
+  TORCH_CHECK(vocab_size >= 2, "vocabulary must hold at least 2 tokens, got ", vocab_size);
+  embedding = register_module("embedding", torch::nn::Embedding(vocab_size, c.d_model));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t l = 0; l < c.n_layer; ++l) blocks->push_back(Block(c));
+  if (c.pre_norm) {
+    final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+  }
+  if (!c.tie_weights) {
+    output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, vocab_size).bias(false)));
+  }
+  output_bias = register_parameter("output_bias", torch::zeros({vocab_size}));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  torch::NoGradGuard no_grad;
+  embedding->weight.normal_(0.0, c.init_std);
+  if (output) output->weight.normal_(0.0, c.init_std);
+}
+
+LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& memory,
+                                    const ForwardOptions& options) {
+  TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, Q], got ", tokens.sizes());
+  TORCH_CHECK(memory.empty() || has_memory(), "absolute encoding takes no memory");
+  TORCH_CHECK(memory.empty() || static_cast<int64_t>(memory.layers.size()) == config_.n_layer,
+              "memory has ", memory.layers.size(), " layers, model has ", config_.n_layer);
+  const int64_t query_len = tokens.size(1);
+  const int64_t mem_len = memory.length();
+  const int64_t key_len = mem_len + query_len;
+
+  auto h = embedding(tokens) * std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
+  PositionContext pos;
+  pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
+  switch (config_.pos_encoding) {
+    case PosEncoding::kAbsolute:
+      h = h + absolute_sinusoids(query_len, config_.d_model).to(h.device());      // [B, Q, C]
+      break;
+    case PosEncoding::kRelative:
+      pos.sinusoids = drop(relative_sinusoids(key_len, config_.d_model, pos.clamp_len)
+                               .to(h.device()));                                  // [K, C]
+      break;
+    case PosEncoding::kRelativeLearned:
+      break;
+  }
+  h = drop(h);
+
+  std::vector<torch::Tensor> layer_inputs;
+  layer_inputs.reserve(blocks->size());
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    layer_inputs.push_back(h);
+    auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];                 // [B, M, C]
+    h = blocks[l]->as<Block>()->forward(h, mem, pos);                               // [B, Q, C]
+  }
+  if (final_norm) h = final_norm(h);
+  h = drop(h);
+
+  LMOutput result;
+  result.memory = update_memory(memory, layer_inputs, options.keep_memory);
+  auto weight = output ? output->weight : embedding->weight;                         // [V, C]
+  auto logits = torch::linear(h, weight, output_bias);                               // [B, Q, V]
+  if (options.targets.defined()) {
+    TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
+                " must match tokens ", tokens.sizes());
+    auto flat = logits.reshape({-1, vocab_size_}).to(torch::kFloat32);               // [B*Q, V]
+    result.nll = torch::nn::functional::cross_entropy(
+                     flat, options.targets.reshape({-1}),
+                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                     .view(tokens.sizes());                                          // [B, Q]
+  }
+  if (options.want_logits || !options.targets.defined()) result.logits = logits;
+  return result;
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace txl

@@ -1,0 +1,138 @@
+// Properties the whole model must have, for every encoding:
+//  - causal: changing token t changes no output before t (with and without memory);
+//  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "txl/model/transformer.h"
+
+namespace txl {
+namespace {
+
+using testing::max_abs_diff;
+using testing::tiny_model;
+
+constexpr int64_t kVocab = 11;
+
+TransformerLM make_model(PosEncoding encoding) {
+  torch::manual_seed(3);
+  TransformerLM model(tiny_model(encoding), kVocab);
+  model->eval();
+  return model;
+}
+
+torch::Tensor logits_of(TransformerLM& model, const torch::Tensor& tokens, const Memory& mem = {}) {
+  ForwardOptions opts;
+  return model->forward(tokens, mem, opts).logits;  // [B, Q, V]
+}
+
+class Causality : public ::testing::TestWithParam<PosEncoding> {};
+
+TEST_P(Causality, ChangingTokenTLeavesEarlierOutputsUnchanged) {
+  auto model = make_model(GetParam());
+  torch::NoGradGuard no_grad;
+  const int64_t len = 10;
+  auto tokens = torch::randint(kVocab, {2, len}, torch::kLong);
+  auto base = logits_of(model, tokens);
+  for (int64_t t : {int64_t{0}, int64_t{4}, len - 1}) {
+    auto changed = tokens.clone();
+    changed.index_put_({torch::indexing::Slice(), t}, (tokens.index({torch::indexing::Slice(), t}) + 1) % kVocab);
+    auto out = logits_of(model, changed);
+    if (t > 0) EXPECT_LT(max_abs_diff(out.narrow(1, 0, t), base.narrow(1, 0, t)), 1e-6) << "t=" << t;
+    EXPECT_GT(max_abs_diff(out.narrow(1, t, len - t), base.narrow(1, t, len - t)), 1e-4)
+        << "changing token " << t << " must change its own output";
+  }
+}
+
+TEST_P(Causality, HoldsWithMemory) {
+  if (GetParam() == PosEncoding::kAbsolute) GTEST_SKIP() << "absolute encoding has no memory";
+  auto model = make_model(GetParam());
+  torch::NoGradGuard no_grad;
+  auto first = torch::randint(kVocab, {2, 5}, torch::kLong);
+  ForwardOptions keep;
+  keep.keep_memory = 5;
+  auto mem = model->forward(first, {}, keep).memory;
+  ASSERT_EQ(mem.length(), 5);
+  auto tokens = torch::randint(kVocab, {2, 7}, torch::kLong);
+  auto base = logits_of(model, tokens, mem);
+  const int64_t t = 3;
+  auto changed = tokens.clone();
+  changed.index_put_({torch::indexing::Slice(), t}, (tokens.index({torch::indexing::Slice(), t}) + 1) % kVocab);
+  auto out = logits_of(model, changed, mem);
+  EXPECT_LT(max_abs_diff(out.narrow(1, 0, t), base.narrow(1, 0, t)), 1e-6);
+  EXPECT_GT(max_abs_diff(out.narrow(1, t, 7 - t), base.narrow(1, t, 7 - t)), 1e-4);
+  // And the memory itself carries information: a different past changes the present.
+  auto other_mem = model->forward(torch::randint(kVocab, {2, 5}, torch::kLong), {}, keep).memory;
+  EXPECT_GT(max_abs_diff(logits_of(model, tokens, other_mem), base), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, Causality,
+                         ::testing::Values(PosEncoding::kRelative, PosEncoding::kAbsolute,
+                                           PosEncoding::kRelativeLearned));
+
+class MemoryEquivalence : public ::testing::TestWithParam<std::tuple<PosEncoding, bool>> {};
+
+TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
+  auto [encoding, pre_norm] = GetParam();
+  torch::manual_seed(5);
+  auto cfg = tiny_model(encoding);
+  cfg.pre_norm = pre_norm;
+  TransformerLM model(cfg, kVocab);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const int64_t len_a = 6, len_b = 5;
+  auto tokens = torch::randint(kVocab, {3, len_a + len_b}, torch::kLong);
+  auto full = logits_of(model, tokens);  // [B, A+B, V]
+
+  for (int64_t mem_len : {len_a, len_a + 4}) {
+    ForwardOptions keep;
+    keep.keep_memory = mem_len;
+    auto first = model->forward(tokens.narrow(1, 0, len_a), {}, keep);
+    auto second = model->forward(tokens.narrow(1, len_a, len_b), first.memory, keep);
+    EXPECT_LT(max_abs_diff(second.logits, full.narrow(1, len_a, len_b)), 1e-5) << "mem_len=" << mem_len;
+    EXPECT_LT(max_abs_diff(first.logits, full.narrow(1, 0, len_a)), 1e-5);
+  }
+  // Three segments with memory exactly covering the past: still equal to one pass.
+  ForwardOptions keep;
+  keep.keep_memory = len_a + len_b;
+  auto s1 = model->forward(tokens.narrow(1, 0, 4), {}, keep);
+  auto s2 = model->forward(tokens.narrow(1, 4, 4), s1.memory, keep);
+  auto s3 = model->forward(tokens.narrow(1, 8, 3), s2.memory, keep);
+  EXPECT_LT(max_abs_diff(s3.logits, full.narrow(1, 8, 3)), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, MemoryEquivalence,
+                         ::testing::Combine(::testing::Values(PosEncoding::kRelative,
+                                                              PosEncoding::kRelativeLearned),
+                                            ::testing::Bool()));
+
+TEST(MemoryUpdate, KeepsTheLastPositionsDetached) {
+  auto model = make_model(PosEncoding::kRelative);
+  auto tokens = torch::randint(kVocab, {2, 4}, torch::kLong);
+  ForwardOptions keep;
+  keep.keep_memory = 3;
+  auto out = model->forward(tokens, {}, keep);
+  ASSERT_EQ(out.memory.layers.size(), 2u);
+  EXPECT_EQ(out.memory.length(), 3);
+  EXPECT_FALSE(out.memory.layers[0].requires_grad());
+  keep.keep_memory = 0;
+  EXPECT_TRUE(model->forward(tokens, {}, keep).memory.empty());
+}
+
+TEST(Loss, NllEqualsCrossEntropyOfLogits) {
+  auto model = make_model(PosEncoding::kRelative);
+  torch::NoGradGuard no_grad;
+  auto tokens = torch::randint(kVocab, {2, 6}, torch::kLong);
+  auto targets = torch::randint(kVocab, {2, 6}, torch::kLong);
+  ForwardOptions opts;
+  opts.targets = targets;
+  opts.want_logits = true;
+  auto out = model->forward(tokens, {}, opts);
+  auto logp = torch::log_softmax(out.logits.to(torch::kFloat64), -1);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < 6; ++t)
+      EXPECT_NEAR(out.nll[b][t].item<double>(), -logp[b][t][targets[b][t].item<int64_t>()].item<double>(), 1e-5);
+}
+
+}  // namespace
+}  // namespace txl
