@@ -1,1 +1,35 @@
-int main() { return 0; }
+// txl: train and evaluate Transformer-XL language models; compare position encodings.
+// main wires the subcommands and maps errors to exit codes:
+//   0 ok, 1 runtime failure, 2 usage / configuration / input error.
+#include <CLI/CLI.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/cli/commands.h"
+#include "txl/platform/runtime.h"
+#include "txl/util/error.h"
+
+int main(int argc, char** argv) {
+  txl::ensure_fast_blas(argc, argv);
+  CLI::App app{"txl: Transformer-XL language models and position-encoding length studies"};
+  app.require_subcommand(1);
+  int exit_code = txl::kExitOk;
+  txl::setup_train(app, exit_code);
+  txl::setup_eval(app, exit_code);
+  txl::setup_info(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? txl::kExitOk : txl::kExitInputError;
+  } catch (const txl::InputError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return txl::kExitInputError;
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what_without_backtrace());
+    return txl::kExitRuntimeFailure;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return txl::kExitRuntimeFailure;
+  }
+  return exit_code;
+}

@@ -1,0 +1,63 @@
+// Perplexity of a model on a token stream, by one of three methods:
+//
+//   nonoverlap  windows of L tokens, no memory, every token scored (ALiBi's main protocol)
+//   sliding     windows of L advanced by S; the first window scored whole, then only the
+//               last S tokens of each window (S = 1: every token sees min(t, L-1) context)
+//   memory      Transformer-XL: segments of L with up to mem_len positions of memory carried
+//               across segments of each stream; every token scored once
+//
+// Perplexity is exp(total NLL / total tokens) with NLL summed in double precision.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/config/config.h"
+#include "txl/model/transformer.h"
+
+namespace txl {
+
+enum class EvalMethod { kNonOverlap, kSliding, kMemory };
+std::string to_string(EvalMethod method);
+EvalMethod parse_eval_method(const std::string& name);  // InputError listing valid names
+
+struct EvalRequest {
+  EvalMethod method = EvalMethod::kNonOverlap;
+  int64_t length = 128;        // L: window (nonoverlap, sliding) or segment (memory) length
+  int64_t stride = 0;          // sliding: S (0 = L/2)
+  int64_t mem_len = 0;         // memory: positions of memory carried
+  int64_t clamp_len = -1;      // relative distance cap (-1: the model's)
+  int64_t streams = 1;         // memory: parallel contiguous streams
+  int64_t batch_tokens = 8192; // nonoverlap/sliding: windows per pass ~ batch_tokens / L
+  int64_t max_tokens = 0;      // score at most this many tokens from the start (0 = all)
+  Precision precision = Precision::kFp32;
+  int64_t position_buckets = 0;  // > 0: also report mean NLL per window position, bucketed
+};
+
+struct EvalResult {
+  EvalMethod method = EvalMethod::kNonOverlap;
+  int64_t length = 0;
+  int64_t stride = 0;
+  int64_t mem_len = 0;
+  int64_t tokens = 0;            // tokens scored
+  double nll = 0.0;              // total NLL (nats)
+  std::vector<double> window_nll;      // per window (or segment) NLL sums, in stream order
+  std::vector<int64_t> window_tokens;  // tokens scored in each window
+  std::vector<double> position_nll;    // mean NLL per position bucket (position_buckets > 0)
+  std::vector<int64_t> position_start; // first window position of each bucket
+
+  double mean_nll() const { return tokens > 0 ? nll / static_cast<double>(tokens) : 0.0; }
+  double ppl() const;
+  double bpc() const;  // bits per token (= per character for char runs)
+};
+
+// Scores `ids` (the whole split as one stream). The model is put in eval mode and restored.
+EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const EvalRequest& request);
+
+// Checks a request against a model and split size; InputError naming the option otherwise.
+void check_eval_request(const TransformerLM& model, const EvalRequest& request);
+
+}  // namespace txl

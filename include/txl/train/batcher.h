@@ -1,0 +1,37 @@
+// Batching for recurrence: the token stream is cut into B equal contiguous streams, read
+// tgt_len tokens at a time, so segment t+1 of stream b continues segment t of stream b and
+// the memory carried between segments is meaningful.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace txl {
+
+struct Segment {
+  torch::Tensor inputs;   // [B, Q] int64
+  torch::Tensor targets;  // [B, Q] int64, inputs shifted by one token
+  bool starts_epoch;      // true on the first segment of a pass: memory must be reset
+};
+
+class StreamBatcher {
+ public:
+  // ids: the whole split; needs at least batch_size * 2 tokens.
+  StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size, int64_t tgt_len);
+
+  Segment next();  // wraps around to the start after the last full segment
+
+  int64_t stream_len() const { return streams_.size(1); }     // tokens per stream
+  int64_t position() const { return position_; }              // offset of the next segment
+  void set_position(int64_t position);                         // for exact resume
+  int64_t segments_per_epoch() const;
+
+ private:
+  torch::Tensor streams_;  // [B, T] int64
+  int64_t tgt_len_;
+  int64_t position_ = 0;
+};
+
+}  // namespace txl

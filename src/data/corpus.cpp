@@ -1,0 +1,125 @@
+#include "txl/data/corpus.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "txl/data/tokenizer.h"
+#include "txl/util/error.h"
+#include "txl/util/fs.h"
+
+namespace txl {
+
+namespace {
+
+// A split needs two tokens: training predicts token t+1 from token t.
+constexpr int64_t kMinSplitTokens = 2;
+
+bool path_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool only_ascii_space(const std::string& text) {
+  for (char c : text) {
+    if (!(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')) return false;
+  }
+  return true;
+}
+
+void check_dir(const std::string& dir) {
+  if (dir.empty()) throw InputError("data.dir is not set: it must name a corpus folder");
+  if (!path_exists(dir)) {
+    throw InputError("data.dir: " + dir + " does not exist (expected a folder with train.txt, " +
+                     "valid.txt and test.txt)");
+  }
+  if (!is_directory(dir)) throw InputError("data.dir: " + dir + " is not a directory");
+}
+
+// Reads one split of a checked directory and rejects an empty or whitespace-only file.
+std::string read_split(const std::string& dir, const std::string& split) {
+  const std::string path = split_path(dir, split);
+  if (!path_exists(path)) {
+    throw InputError(path + ": missing; a corpus folder needs train.txt, valid.txt and test.txt");
+  }
+  std::string text = read_text_file(path);
+  if (text.empty()) throw InputError(path + ": the " + split + " split is empty");
+  if (only_ascii_space(text)) {
+    throw InputError(path + ": the " + split + " split holds only whitespace");
+  }
+  return text;
+}
+
+void check_token_count(int64_t n, const std::string& path, TokenizerKind kind) {
+  if (n < kMinSplitTokens) {
+    throw InputError(path + ": " + std::to_string(n) + " " + to_string(kind) +
+                     " token(s), at least " + std::to_string(kMinSplitTokens) + " are needed");
+  }
+}
+
+const char* const kSplits[] = {"train", "valid", "test"};
+
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
+  if (is_directory(path)) throw InputError(path + ": is a directory, expected a text file");
+  errno = 0;
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    if (err == ENOENT) throw InputError(path + ": no such file");
+    throw InputError(path + ": cannot open: " + std::strerror(err));
+  }
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
+  if (std::ferror(f.get())) {
+    throw InputError(path + ": cannot read: " + std::strerror(errno));
+  }
+  return text;
+}
+
+std::string split_path(const std::string& dir, const std::string& split) {
+  if (split != "train" && split != "valid" && split != "test") {
+    throw InputError("unknown split \"" + split + "\" (expected train, valid or test)");
+  }
+  if (!dir.empty() && dir.back() == '/') return dir + split + ".txt";
+  return dir + "/" + split + ".txt";
+}
+
+void check_corpus_dir(const DataConfig& config) {
+  check_dir(config.dir);
+  for (const char* split : kSplits) {
+    const std::string path = split_path(config.dir, split);
+    const std::string text = read_split(config.dir, split);
+    check_token_count(count_tokens(text, config.tokenizer, path), path, config.tokenizer);
+  }
+}
+
+Corpus load_corpus(const DataConfig& config) {
+  check_dir(config.dir);
+  Corpus corpus;
+  const std::string train_path = split_path(config.dir, "train");
+  const std::string train_text = read_split(config.dir, "train");
+  corpus.vocab = build_vocab(train_text, config, train_path);
+  corpus.train = encode(train_text, corpus.vocab, train_path);
+  check_token_count(static_cast<int64_t>(corpus.train.size()), train_path, config.tokenizer);
+  corpus.valid = load_split(config.dir, "valid", corpus.vocab);
+  corpus.test = load_split(config.dir, "test", corpus.vocab);
+  return corpus;
+}
+
+std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
+                                const Vocab& vocab, EncodeStats* stats) {
+  check_dir(dir);
+  const std::string path = split_path(dir, split);
+  std::vector<int32_t> ids = encode(read_split(dir, split), vocab, path, stats);
+  check_token_count(static_cast<int64_t>(ids.size()), path, vocab.kind());
+  return ids;
+}
+
+}  // namespace txl

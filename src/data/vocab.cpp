@@ -1,0 +1,193 @@
+#include "txl/data/vocab.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "txl/data/utf8.h"
+#include "txl/util/error.h"
+#include "txl/util/fs.h"
+
+namespace txl {
+
+namespace {
+
+constexpr const char* kVocabFormat = "txl-vocab";
+constexpr int kVocabVersion = 1;
+
+// FNV-1a 64-bit parameters (http://www.isthe.com/chongo/tech/comp/fnv/).
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+// 0xFF never occurs in UTF-8, so it separates tokens unambiguously.
+constexpr unsigned char kChecksumSeparator = 0xFF;
+
+void fnv_add(uint64_t& h, unsigned char b) {
+  h ^= b;
+  h *= kFnvPrime;
+}
+
+void fnv_add(uint64_t& h, const std::string& s) {
+  for (char c : s) fnv_add(h, static_cast<unsigned char>(c));
+}
+
+// Checks that one token can be produced by the tokenizer of `kind`; returns the reason when
+// it cannot, or an empty string.
+std::string token_problem(TokenizerKind kind, const std::string& token, const std::string& source) {
+  if (token.empty()) return "is empty";
+  if (token == kUnkToken) return "";
+  if (kind == TokenizerKind::kWord && token == kEosToken) return "";
+  size_t pos = 0;
+  try {
+    check_utf8(token, source);
+    if (kind == TokenizerKind::kChar) {
+      next_code_point(token, &pos, source);
+      if (pos != token.size()) return "is not a single code point (char vocabulary)";
+      return "";
+    }
+  } catch (const InputError&) {
+    return "is not valid UTF-8";
+  }
+  for (char c : token) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+      return "contains whitespace (word vocabulary)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Vocab::Vocab(TokenizerKind kind, std::vector<std::string> tokens)
+    : kind_(kind), tokens_(std::move(tokens)) {
+  index_.reserve(tokens_.size());
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (!index_.emplace(tokens_[i], static_cast<int64_t>(i)).second) {
+      throw std::invalid_argument("Vocab: duplicate token \"" + tokens_[i] + "\"");
+    }
+  }
+  const auto unk = index_.find(kUnkToken);
+  if (unk == index_.end()) throw std::invalid_argument("Vocab: tokens lack <unk>");
+  unk_id_ = unk->second;
+}
+
+bool Vocab::contains(const std::string& token) const { return index_.count(token) != 0; }
+
+int64_t Vocab::id(const std::string& token) const {
+  const auto it = index_.find(token);
+  return it == index_.end() ? unk_id_ : it->second;
+}
+
+const std::string& Vocab::token(int64_t id) const {
+  if (id < 0 || id >= size()) {
+    throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                            std::to_string(size()) + ")");
+  }
+  return tokens_[static_cast<size_t>(id)];
+}
+
+uint64_t Vocab::checksum() const {
+  uint64_t h = kFnvOffset;
+  fnv_add(h, to_string(kind_));
+  for (const auto& t : tokens_) {
+    fnv_add(h, kChecksumSeparator);
+    fnv_add(h, t);
+  }
+  return h;
+}
+
+nlohmann::json Vocab::to_json() const {
+  return nlohmann::json{{"format", kVocabFormat},
+                        {"version", kVocabVersion},
+                        {"tokenizer", to_string(kind_)},
+                        {"tokens", tokens_}};
+}
+
+Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
+  const auto bad = [&](const std::string& what) { return InputError(source + ": " + what); };
+  if (!j.is_object()) throw bad("a vocabulary must be a JSON object");
+  for (const auto& item : j.items()) {
+    const auto& k = item.key();
+    if (k != "format" && k != "version" && k != "tokenizer" && k != "tokens") {
+      throw bad("unknown key \"" + k + "\" (allowed: format, version, tokenizer, tokens)");
+    }
+  }
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != kVocabFormat) {
+    throw bad("not a txl vocabulary: \"format\" must be \"" + std::string(kVocabFormat) + "\"" +
+              (format == j.end() ? " (missing)" : ", got " + format->dump()));
+  }
+  const auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() || *version != kVocabVersion) {
+    throw bad("unsupported vocabulary version " +
+              (version == j.end() ? std::string("(missing)") : version->dump()) +
+              ", this build reads version " + std::to_string(kVocabVersion));
+  }
+  const auto tokenizer = j.find("tokenizer");
+  TokenizerKind kind;
+  if (tokenizer != j.end() && *tokenizer == to_string(TokenizerKind::kChar)) {
+    kind = TokenizerKind::kChar;
+  } else if (tokenizer != j.end() && *tokenizer == to_string(TokenizerKind::kWord)) {
+    kind = TokenizerKind::kWord;
+  } else {
+    throw bad("\"tokenizer\" must be \"char\" or \"word\", got " +
+              (tokenizer == j.end() ? std::string("nothing") : tokenizer->dump()));
+  }
+  const auto tokens_it = j.find("tokens");
+  if (tokens_it == j.end() || !tokens_it->is_array()) {
+    throw bad("\"tokens\" must be an array of strings");
+  }
+  std::vector<std::string> tokens;
+  tokens.reserve(tokens_it->size());
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i = 0; i < tokens_it->size(); ++i) {
+    const auto& t = (*tokens_it)[i];
+    const std::string where = "tokens[" + std::to_string(i) + "]";
+    if (!t.is_string()) throw bad(where + " must be a string, got " + t.dump());
+    const auto& s = t.get_ref<const std::string&>();
+    const std::string problem = token_problem(kind, s, source);
+    if (!problem.empty()) throw bad(where + " " + problem);
+    const auto [it, fresh] = seen.emplace(s, i);
+    if (!fresh) {
+      throw bad(where + " \"" + s + "\" duplicates tokens[" + std::to_string(it->second) + "]");
+    }
+    tokens.push_back(s);
+  }
+  if (seen.count(kUnkToken) == 0) throw bad("\"tokens\" lacks " + std::string(kUnkToken));
+  if (kind == TokenizerKind::kWord && seen.count(kEosToken) == 0) {
+    throw bad("\"tokens\" lacks " + std::string(kEosToken) + " (required by the word tokenizer)");
+  }
+  return Vocab(kind, std::move(tokens));
+}
+
+void Vocab::save(const std::string& path) const {
+  write_file_atomic(path, to_json().dump(1) + "\n");
+}
+
+Vocab Vocab::load(const std::string& path) {
+  if (is_directory(path)) throw InputError(path + ": is a directory, expected vocab.json");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw InputError(path + ": cannot open the vocabulary file" +
+                     (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throw InputError(path + ": cannot read the vocabulary file");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(buf.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path + ": invalid JSON: " + e.what());
+  }
+  return from_json(j, path);
+}
+
+bool operator==(const Vocab& a, const Vocab& b) {
+  return a.kind() == b.kind() && a.tokens() == b.tokens();
+}
+
+}  // namespace txl

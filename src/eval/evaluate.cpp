@@ -1,0 +1,209 @@
+#include "txl/eval/evaluate.h"
+
+#include <cmath>
+
+#include "txl/platform/runtime.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+// Accumulates per-token NLL into totals, windows and position buckets.
+class Scorer {
+ public:
+  Scorer(EvalResult& result, int64_t length, int64_t buckets) : result_(result), length_(length) {
+    if (buckets > 0) {
+      bucket_size_ = std::max<int64_t>(1, (length + buckets - 1) / buckets);
+      const int64_t n = (length + bucket_size_ - 1) / bucket_size_;
+      sums_.assign(n, 0.0);
+      counts_.assign(n, 0);
+    }
+  }
+
+  // nll: [Q] float for one window; positions first_pos.. of the window are scored.
+  void add_window(const torch::Tensor& nll, int64_t first_pos) {
+    auto v = nll.to(torch::kFloat64).contiguous();
+    const double* p = v.data_ptr<double>();
+    const int64_t n = v.numel();
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      sum += p[i];
+      if (bucket_size_ > 0) {
+        const int64_t b = (first_pos + i) / bucket_size_;
+        sums_[b] += p[i];
+        counts_[b] += 1;
+      }
+    }
+    result_.nll += sum;
+    result_.tokens += n;
+    result_.window_nll.push_back(sum);
+    result_.window_tokens.push_back(n);
+  }
+
+  void finish() {
+    for (size_t b = 0; b < sums_.size(); ++b) {
+      if (counts_[b] == 0) continue;
+      result_.position_start.push_back(static_cast<int64_t>(b) * bucket_size_);
+      result_.position_nll.push_back(sums_[b] / static_cast<double>(counts_[b]));
+    }
+  }
+
+ private:
+  EvalResult& result_;
+  int64_t length_;
+  int64_t bucket_size_ = 0;
+  std::vector<double> sums_;
+  std::vector<int64_t> counts_;
+};
+
+torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
+                            const torch::Tensor& targets, const Memory& memory,
+                            const EvalRequest& request, Memory* next_memory) {
+  ForwardOptions opts;
+  opts.targets = targets;
+  opts.clamp_len = request.clamp_len;
+  opts.keep_memory = next_memory ? request.mem_len : 0;
+  auto out = model->forward(inputs, memory, opts);
+  if (next_memory) *next_memory = std::move(out.memory);
+  return out.nll;  // [B, Q]
+}
+
+// Windows [start, start + len) of inputs with targets shifted by one; scored from `skip`.
+struct Window {
+  int64_t start;
+  int64_t len;
+  int64_t skip;
+};
+
+void score_windows(TransformerLM& model, const torch::Tensor& stream, const std::vector<Window>& windows,
+                   const EvalRequest& request, Scorer& scorer) {
+  const int64_t per_batch = std::max<int64_t>(1, request.batch_tokens / std::max<int64_t>(1, request.length));
+  size_t i = 0;
+  while (i < windows.size()) {
+    // Group consecutive windows of equal length into one batch.
+    size_t j = i + 1;
+    while (j < windows.size() && static_cast<int64_t>(j - i) < per_batch && windows[j].len == windows[i].len) ++j;
+    std::vector<torch::Tensor> in, tg;
+    for (size_t w = i; w < j; ++w) {
+      in.push_back(stream.narrow(0, windows[w].start, windows[w].len));
+      tg.push_back(stream.narrow(0, windows[w].start + 1, windows[w].len));
+    }
+    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr);  // [b, L]
+    for (size_t w = i; w < j; ++w) {
+      const auto& win = windows[w];
+      scorer.add_window(nll[w - i].narrow(0, win.skip, win.len - win.skip), win.skip);
+    }
+    i = j;
+  }
+}
+
+void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t n_targets,
+                     const EvalRequest& request, Scorer& scorer) {
+  // Stream b scores targets [b*T, (b+1)*T); the last stream also takes the remainder.
+  const int64_t streams = std::max<int64_t>(1, std::min(request.streams, n_targets));
+  const int64_t per = n_targets / streams;
+  const int64_t last_len = n_targets - per * (streams - 1);
+  Memory memory;
+  int64_t pos = 0;
+  while (pos < last_len) {
+    const bool all_streams = pos < per;
+    const int64_t len = all_streams ? std::min(request.length, per - pos)
+                                    : std::min(request.length, last_len - pos);
+    const int64_t first = all_streams ? 0 : streams - 1;
+    if (!all_streams && pos == per && streams > 1) {  // only the last stream goes on
+      for (auto& layer : memory.layers) layer = layer.narrow(0, streams - 1, 1);
+    }
+    std::vector<torch::Tensor> in, tg;
+    for (int64_t b = first; b < streams; ++b) {
+      in.push_back(stream.narrow(0, b * per + pos, len));
+      tg.push_back(stream.narrow(0, b * per + pos + 1, len));
+    }
+    Memory next;
+    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), memory, request, &next);  // [b, Q]
+    memory = std::move(next);
+    for (int64_t b = 0; b < nll.size(0); ++b) scorer.add_window(nll[b], 0);
+    pos += len;
+  }
+}
+
+}  // namespace
+
+std::string to_string(EvalMethod method) {
+  switch (method) {
+    case EvalMethod::kNonOverlap: return "nonoverlap";
+    case EvalMethod::kSliding: return "sliding";
+    case EvalMethod::kMemory: return "memory";
+  }
+  return "?";
+}
+
+EvalMethod parse_eval_method(const std::string& name) {
+  if (name == "nonoverlap") return EvalMethod::kNonOverlap;
+  if (name == "sliding") return EvalMethod::kSliding;
+  if (name == "memory") return EvalMethod::kMemory;
+  throw InputError("--method \"" + name + "\" is not valid; expected one of nonoverlap, sliding, memory");
+}
+
+double EvalResult::ppl() const { return std::exp(mean_nll()); }
+double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
+
+void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
+  if (r.length < 1) throw InputError("evaluation length must be a positive integer, got " + std::to_string(r.length));
+  if (r.method == EvalMethod::kSliding && (r.stride < 0 || r.stride > r.length)) {
+    throw InputError("--stride " + std::to_string(r.stride) + " must be between 1 and the window length " +
+                     std::to_string(r.length));
+  }
+  if (r.method == EvalMethod::kMemory && !model->has_memory()) {
+    throw InputError("--method memory needs an encoding with memory; this run uses model.pos_encoding = " +
+                     to_string(model->config().pos_encoding) + " (use nonoverlap or sliding)");
+  }
+  if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
+}
+
+EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const EvalRequest& request) {
+  check_eval_request(model, request);
+  int64_t n_targets = static_cast<int64_t>(ids.size()) - 1;
+  if (request.max_tokens > 0) n_targets = std::min(n_targets, request.max_tokens);
+  if (n_targets < 1) throw InputError("the evaluation split has fewer than 2 tokens");
+  auto stream = torch::from_blob(const_cast<int32_t*>(ids.data()), {n_targets + 1}, torch::kInt32)
+                    .to(torch::kInt64);  // [N]
+
+  EvalResult result;
+  result.method = request.method;
+  result.length = request.length;
+  result.mem_len = request.method == EvalMethod::kMemory ? request.mem_len : 0;
+  Scorer scorer(result, request.length, request.position_buckets);
+
+  const bool was_training = model->is_training();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  AutocastGuard autocast(request.precision);
+  const int64_t len = request.length;
+  if (request.method == EvalMethod::kMemory) {
+    evaluate_memory(model, stream, n_targets, request, scorer);
+  } else {
+    std::vector<Window> windows;
+    if (request.method == EvalMethod::kNonOverlap) {
+      for (int64_t s = 0; s < n_targets; s += len) windows.push_back({s, std::min(len, n_targets - s), 0});
+    } else {
+      const int64_t stride = request.stride > 0 ? request.stride : std::max<int64_t>(1, len / 2);
+      result.stride = stride;
+      // First window scored whole; window ending at e scores targets [e - stride, e).
+      const int64_t first = std::min(len, n_targets);
+      windows.push_back({0, first, 0});
+      for (int64_t end = first + stride; end - stride < n_targets; end += stride) {
+        const int64_t e = std::min(end, n_targets);
+        const int64_t start = std::max<int64_t>(0, e - len);
+        const int64_t scored = e - (end - stride);
+        windows.push_back({start, e - start, e - start - scored});
+      }
+    }
+    score_windows(model, stream, windows, request, scorer);
+  }
+  scorer.finish();
+  if (was_training) model->train();
+  return result;
+}
+
+}  // namespace txl
