@@ -10,12 +10,16 @@
 
 int main(int argc, char** argv) {
   txl::ensure_fast_blas(argc, argv);
+  txl::reuse_freed_memory();
   CLI::App app{"txl: Transformer-XL language models and position-encoding length studies"};
   app.require_subcommand(1);
   int exit_code = txl::kExitOk;
   txl::setup_train(app, exit_code);
   txl::setup_eval(app, exit_code);
   txl::setup_info(app, exit_code);
+  txl::setup_bench(app, exit_code);
+  txl::setup_compare(app, exit_code);
+  txl::setup_sample(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

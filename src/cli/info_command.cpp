@@ -1,4 +1,5 @@
 // txl info: the numerical set-up this machine gives LibTorch, and its measured GEMM rates.
+#include <cstdlib>
 #include <memory>
 
 #include <spdlog/fmt/fmt.h>
@@ -25,7 +26,9 @@ int run_info(const InfoOptions& o) {
   fmt::print("blas         {} ({}){}\n", blas.kind, blas.library,
              blas.core_type.empty() ? "" : ", core type " + blas.core_type);
   fmt::print("onednn       {}\n", at::hasMKLDNN() ? "yes" : "no");
-  fmt::print("openmp       {}\n", at::hasOpenMP() ? "yes" : "no");
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  fmt::print("openmp       {} (OMP_WAIT_POLICY {})\n", at::hasOpenMP() ? "yes" : "no",
+             wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
   fmt::print("threads      {} of {} logical cores\n", threads, cpu.logical_cores);
   fmt::print("cpu          avx2 {} | avx512f {} | avx512_bf16 {} | amx_bf16 {}\n", cpu.avx2 ? "yes" : "no",
              cpu.avx512f ? "yes" : "no", cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");

@@ -1,6 +1,16 @@
-// txl train --config F [--run-dir D] [--set key=value ...] [--force] [--resume D]
+// txl train --config F [--run-dir D] [--set key=value ...] [--force]
+// txl train --resume D [--set key=value ...] [--config F]
+//
+// Signals: the first SIGINT/SIGTERM lets the current step finish, writes checkpoint.pt, prints
+// how to resume and exits 128 + signal (130 / 143). A second one exits at once; checkpoints
+// are written atomically, so that loses at most the steps since the last checkpoint.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <memory>
+#include <optional>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -27,38 +37,108 @@ struct TrainCommandOptions {
 std::atomic<int> g_stop_signal{0};
 
 void on_signal(int sig) {
-  if (g_stop_signal.exchange(sig) != 0) {
+  if (g_stop_signal.exchange(sig) == 0) {
+    // write(2) is async-signal-safe; stdio and fmt are not.
+    static const char kNotice[] =
+        "\ntxl: stopping after the current step and saving a checkpoint "
+        "(signal again to quit at once)\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNotice, sizeof kNotice - 1);
+  } else {
     // Second signal: leave at once. Checkpoints are written atomically, so nothing is lost
-    // beyond the current interval.
+    // beyond the steps since the last checkpoint; a half-written temporary is removed by the
+    // next --resume.
     std::_Exit(128 + sig);
   }
 }
 
-Config resolve_config(const TrainCommandOptions& o) {
-  auto j = read_json_file(o.config_path);
-  for (const auto& assignment : o.overrides) apply_override(j, assignment);
-  return config_from_json(j, o.config_path);
+// Installs the handlers for its lifetime.
+class SignalScope {
+ public:
+  SignalScope() {
+    g_stop_signal.store(0);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+  }
+  ~SignalScope() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+};
+
+std::string key_of(const std::string& assignment) {
+  std::string key = assignment.substr(0, assignment.find('='));
+  const size_t first = key.find_first_not_of(" \t");
+  const size_t last = key.find_last_not_of(" \t");
+  return first == std::string::npos ? "" : key.substr(first, last - first + 1);
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+bool is_resumable(const std::string& key) {
+  const auto& keys = resumable_keys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// The configuration to resume with: the run's config.json with the resumable keys changed
+// by --set or by --config (which must otherwise equal the run's).
+Config resume_config(const TrainCommandOptions& o) {
+  const RunPaths paths{o.resume_dir};
+  if (!is_regular_file(paths.config())) {
+    throw InputError("--resume " + o.resume_dir + ": " + paths.config() +
+                     " is missing; not a txl run directory");
+  }
+  const nlohmann::json saved = config_to_json(config_from_json(read_json_file(paths.config()), paths.config()));
+  nlohmann::json j = saved;
+  if (!o.config_path.empty()) {
+    nlohmann::json given = read_json_file(o.config_path);
+    for (const auto& assignment : o.overrides) apply_override(given, assignment);
+    const nlohmann::json resolved = config_to_json(config_from_json(given, o.config_path));
+    const auto diffs = config_differences(saved, resolved, resumable_keys());
+    if (!diffs.empty()) {
+      throw InputError("--config " + o.config_path + " differs from the run's " + paths.config() +
+                       " in keys that cannot change on resume (run vs --config: " +
+                       joined(diffs) + "); only " + joined(resumable_keys()) + " may change");
+    }
+    j = resolved;
+  } else {
+    for (const auto& assignment : o.overrides) {
+      const std::string key = key_of(assignment);
+      if (!is_resumable(key)) {
+        throw InputError("--set " + assignment + ": " + key + " cannot change on --resume; only " +
+                         joined(resumable_keys()) + " may change (start a new run for others)");
+      }
+      apply_override(j, assignment);
+    }
+  }
+  Config config = config_from_json(j, paths.config());
+  for (const auto& change : config_differences(saved, config_to_json(config))) {
+    fmt::print(stderr, "resume: changing {} (run vs now)\n", change);
+  }
+  return config;
 }
 
 int run_train(const TrainCommandOptions& o) {
   Config config;
   TrainOptions options;
-  if (!o.resume_dir.empty()) {
-    RunPaths paths{o.resume_dir};
+  std::optional<RunLock> lock;
+  const bool resume = !o.resume_dir.empty();
+  bool created_dir = false;
+  if (resume) {
+    if (!is_directory(o.resume_dir)) {
+      throw InputError("--resume " + o.resume_dir + ": no such run directory");
+    }
+    lock.emplace(o.resume_dir);
+    config = resume_config(o);
+    const RunPaths paths{o.resume_dir};
     if (!is_regular_file(paths.last_checkpoint())) {
-      throw InputError("--resume " + o.resume_dir + ": no checkpoint.pt there to resume from");
+      throw InputError("--resume " + o.resume_dir + ": no checkpoint.pt there to resume from (the "
+                       "run stopped before its first checkpoint); start it again with txl train "
+                       "--config FILE --run-dir " + o.resume_dir + " --force");
     }
-    auto j = read_json_file(paths.config());
-    for (const auto& assignment : o.overrides) {
-      const auto key = assignment.substr(0, assignment.find('='));
-      if (key != "train.max_steps" && key != "train.log_interval" && key != "train.eval_interval" &&
-          key != "train.threads" && key != "train.eval_max_tokens") {
-        throw InputError("--set " + key + " cannot change on --resume (only train.max_steps, "
-                         "train.log_interval, train.eval_interval, train.eval_max_tokens, train.threads)");
-      }
-      apply_override(j, assignment);
-    }
-    config = config_from_json(j, paths.config());
     const auto state = read_checkpoint_state(paths.last_checkpoint());
     if (state.step >= config.train.max_steps) {
       throw InputError(o.resume_dir + " already finished (" + std::to_string(state.step) +
@@ -66,32 +146,50 @@ int run_train(const TrainCommandOptions& o) {
                        " steps); raise it with --set train.max_steps=N to train further");
     }
     check_corpus_dir(config.data);
+    remove_stale_temporaries(o.resume_dir);
     options.run_dir = o.resume_dir;
     options.resume = true;
   } else {
     if (o.config_path.empty()) throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
-    config = resolve_config(o);
+    nlohmann::json j = read_json_file(o.config_path);
+    for (const auto& assignment : o.overrides) apply_override(j, assignment);
+    config = config_from_json(j, o.config_path);
     check_corpus_dir(config.data);
     options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
+    // Lock before --force clears anything, so a run in progress there is never touched.
+    if (is_directory(options.run_dir)) lock.emplace(options.run_dir);
+    created_dir = !is_directory(options.run_dir);
     prepare_run_dir(options.run_dir, o.force);
+    if (!lock) lock.emplace(options.run_dir);
   }
   fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir, config_to_json(config).dump());
 
   options.stop_signal = &g_stop_signal;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  const auto summary = train_model(config, options);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  TrainSummary summary;
+  {
+    SignalScope signals;
+    try {
+      summary = train_model(config, options);
+    } catch (const InputError&) {
+      // Bad input found only once the data is loaded (e.g. too few tokens for the batch):
+      // a new run that never reached a checkpoint leaves nothing behind.
+      if (!resume && created_dir && !is_regular_file(RunPaths{options.run_dir}.last_checkpoint())) {
+        lock.reset();
+        remove_run(options.run_dir);
+      }
+      throw;
+    }
+  }
 
   if (summary.interrupted) {
-    const int sig = g_stop_signal.load();
-    fmt::print(stderr, "interrupted at step {}; checkpoint saved. Resume with: txl train --resume {}\n",
-               summary.steps, options.run_dir);
+    const int sig = summary.stop_signal;
+    fmt::print(stderr, "interrupted at step {} by signal {}; checkpoint saved. Resume with: txl train --resume {}\n",
+               summary.steps, sig, options.run_dir);
     return 128 + sig;
   }
-  fmt::print(stderr, "done: {} steps | last loss {:.4f} | best valid ppl {:.3f} | {:.0f} tok/s\nrun directory: {}\n",
+  fmt::print(stderr, "done: {} steps | last loss {:.4f} | best valid ppl {:.3f} | {:.0f} tok/s{}\nrun directory: {}\n",
              summary.steps, summary.last_loss, summary.best_valid_ppl, summary.train_tokens_per_s,
+             summary.skipped_steps > 0 ? fmt::format(" | {} non-finite steps skipped", summary.skipped_steps) : "",
              options.run_dir);
   return 0;
 }
@@ -102,10 +200,13 @@ void setup_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainCommandOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
-  cmd->add_option("--run-dir", o->run_dir, "Run directory (default runs/<config name>-<timestamp>)");
+  auto* run_dir = cmd->add_option("--run-dir", o->run_dir, "Run directory (default runs/<config name>-<timestamp>)");
   cmd->add_option("--set", o->overrides, "Override one key, e.g. --set train.max_steps=50");
-  cmd->add_flag("--force", o->force, "Overwrite an existing run directory");
-  cmd->add_option("--resume", o->resume_dir, "Continue the run in this directory from its last checkpoint");
+  auto* force = cmd->add_flag("--force", o->force, "Overwrite an existing run directory");
+  auto* resume = cmd->add_option("--resume", o->resume_dir,
+                                 "Continue the run in this directory from its last checkpoint");
+  resume->excludes(run_dir);
+  resume->excludes(force);
   cmd->callback([o, &exit_code] { exit_code = run_train(*o); });
 }
 

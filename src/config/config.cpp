@@ -18,6 +18,7 @@
 #include <utility>
 #include <variant>
 
+#include "txl/data/utf8.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 
@@ -271,6 +272,7 @@ const Fields<TrainConfig>& train_fields() {
       {"eval_max_tokens", &S::eval_max_tokens, "validation tokens per evaluation (0 = all)"},
       {"threads", &S::threads, "CPU threads (0 = all cores)"},
       {"precision", &S::precision, "fp32 | bf16 (CPU autocast; weights stay fp32)"},
+      {"skip_nonfinite", &S::skip_nonfinite, "skip steps with a NaN/Inf loss or gradient (false: stop)"},
   };
   return fields;
 }
@@ -373,7 +375,7 @@ std::pair<std::string, std::string> split_assignment(const std::string& assignme
 std::optional<json> try_parse_json(const std::string& text) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // parse_error, and out_of_range for e.g. 1e999
     return std::nullopt;
   }
 }
@@ -479,10 +481,15 @@ json read_json_file(const std::string& path) {
     const size_t bracket = detail.find("] ");
     if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
     throw InputError(path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + detail);
+  } catch (const json::exception& e) {
+    // Not a syntax error but a value the parser cannot hold, e.g. 1e999 (out_of_range.406).
+    throw InputError(path + ": invalid JSON: " + e.what());
   }
 }
 
 void apply_override(json& j, const std::string& assignment) {
+  // JSON strings are UTF-8: a value that is not could be neither printed nor saved.
+  check_utf8(assignment, "--set " + assignment);
   const auto [raw_key, text] = split_assignment(assignment);
   const std::string context = "--set " + assignment;
   // Tolerate "--set 'model.n_layer = 6'".

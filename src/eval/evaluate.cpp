@@ -12,7 +12,7 @@ namespace {
 // Accumulates per-token NLL into totals, windows and position buckets.
 class Scorer {
  public:
-  Scorer(EvalResult& result, int64_t length, int64_t buckets) : result_(result), length_(length) {
+  Scorer(EvalResult& result, int64_t length, int64_t buckets) : result_(result) {
     if (buckets > 0) {
       bucket_size_ = std::max<int64_t>(1, (length + buckets - 1) / buckets);
       const int64_t n = (length + bucket_size_ - 1) / bucket_size_;
@@ -46,12 +46,12 @@ class Scorer {
       if (counts_[b] == 0) continue;
       result_.position_start.push_back(static_cast<int64_t>(b) * bucket_size_);
       result_.position_nll.push_back(sums_[b] / static_cast<double>(counts_[b]));
+      result_.position_count.push_back(counts_[b]);
     }
   }
 
  private:
   EvalResult& result_;
-  int64_t length_;
   int64_t bucket_size_ = 0;
   std::vector<double> sums_;
   std::vector<int64_t> counts_;
@@ -145,6 +145,11 @@ EvalMethod parse_eval_method(const std::string& name) {
   throw InputError("--method \"" + name + "\" is not valid; expected one of nonoverlap, sliding, memory");
 }
 
+int64_t effective_stride(const EvalRequest& request) {
+  if (request.method != EvalMethod::kSliding) return 0;
+  return request.stride > 0 ? request.stride : std::max<int64_t>(1, request.length / 2);
+}
+
 double EvalResult::ppl() const { return std::exp(mean_nll()); }
 double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
 
@@ -159,6 +164,10 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
                      to_string(model->config().pos_encoding) + " (use nonoverlap or sliding)");
   }
   if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
+  if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
+  if (r.clamp_len < -1) {
+    throw InputError("--clamp-len must be >= 0 (0 = no cap), got " + std::to_string(r.clamp_len));
+  }
 }
 
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const EvalRequest& request) {
@@ -173,9 +182,16 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const
   result.method = request.method;
   result.length = request.length;
   result.mem_len = request.method == EvalMethod::kMemory ? request.mem_len : 0;
+  result.streams = request.method == EvalMethod::kMemory ? std::min(request.streams, n_targets) : 0;
+  result.stride = effective_stride(request);
   Scorer scorer(result, request.length, request.position_buckets);
 
-  const bool was_training = model->is_training();
+  // Restores the caller's train/eval mode on every exit path.
+  struct ModeGuard {
+    TransformerLM& model;
+    bool was_training;
+    ~ModeGuard() { model->train(was_training); }
+  } mode_guard{model, model->is_training()};
   model->eval();
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(request.precision);
@@ -187,8 +203,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const
     if (request.method == EvalMethod::kNonOverlap) {
       for (int64_t s = 0; s < n_targets; s += len) windows.push_back({s, std::min(len, n_targets - s), 0});
     } else {
-      const int64_t stride = request.stride > 0 ? request.stride : std::max<int64_t>(1, len / 2);
-      result.stride = stride;
+      const int64_t stride = result.stride;
       // First window scored whole; window ending at e scores targets [e - stride, e).
       const int64_t first = std::min(len, n_targets);
       windows.push_back({0, first, 0});
@@ -202,7 +217,6 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const
     score_windows(model, stream, windows, request, scorer);
   }
   scorer.finish();
-  if (was_training) model->train();
   return result;
 }
 

@@ -1,20 +1,101 @@
 #include "txl/eval/report.h"
 
+#include <cmath>
+
 #include <spdlog/fmt/fmt.h>
 
 namespace txl {
 
+namespace {
+
+double to_bits(double nats) { return nats / std::log(2.0); }
+
+nlohmann::json maybe(bool valid, double value) { return valid ? nlohmann::json(value) : nlohmann::json(); }
+
+std::string format_interval(const Interval& i) {
+  if (!i.valid) return "n/a (1 window)";
+  return fmt::format("[{:.3f}, {:.3f}]", std::exp(i.lo), std::exp(i.hi));
+}
+
+}  // namespace
+
+std::string describe_method(const EvalResult& r) {
+  switch (r.method) {
+    case EvalMethod::kNonOverlap:
+      return "nonoverlap: windows of L tokens, no memory, every token scored";
+    case EvalMethod::kSliding:
+      return "sliding: windows of L tokens advanced by the stride; the first window scored whole, "
+             "then the last stride tokens of each window";
+    case EvalMethod::kMemory:
+      return "memory: segments of L tokens with up to mem_len tokens of memory carried across the "
+             "segments of each stream; every token scored once";
+  }
+  return "?";
+}
+
+std::string method_setting(const EvalResult& r) {
+  switch (r.method) {
+    case EvalMethod::kNonOverlap: return "-";
+    case EvalMethod::kSliding: return fmt::format("stride {}", r.stride);
+    case EvalMethod::kMemory: return fmt::format("mem {} x{}", r.mem_len, r.streams);
+  }
+  return "?";
+}
+
+nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapOptions& bootstrap) {
+  const auto ci = mean_nll_interval(e, bootstrap);
+  nlohmann::json row = {{"method", to_string(e.method)},
+                        {"length", e.length},
+                        {"tokens", e.tokens},
+                        {"windows", e.window_nll.size()},
+                        {"nll", e.mean_nll()},
+                        {"nll_sum", e.nll},
+                        {"ppl", e.ppl()},
+                        {"ppl_lo", maybe(ci.valid, std::exp(ci.lo))},
+                        {"ppl_hi", maybe(ci.valid, std::exp(ci.hi))}};
+  if (chars) {
+    row["bpc"] = e.bpc();
+    row["bpc_lo"] = maybe(ci.valid, to_bits(ci.lo));
+    row["bpc_hi"] = maybe(ci.valid, to_bits(ci.hi));
+  }
+  if (e.method == EvalMethod::kSliding) row["stride"] = e.stride;
+  if (e.method == EvalMethod::kMemory) {
+    row["mem_len"] = e.mem_len;
+    row["streams"] = e.streams;
+  }
+  return row;
+}
+
+nlohmann::json per_position_to_json(const EvalResult& e) {
+  return {{"bucket_start", e.position_start}, {"bucket_tokens", e.position_count}, {"mean_nll", e.position_nll}};
+}
+
+std::string format_per_position(const EvalResult& e) {
+  std::string out = fmt::format("  L={}:", e.length);
+  for (size_t b = 0; b < e.position_nll.size(); ++b) {
+    const int64_t end = b + 1 < e.position_start.size() ? e.position_start[b + 1] : e.length;
+    out += fmt::format("{} [{},{}) {:.3f}", b == 0 ? "" : " |", e.position_start[b], end, e.position_nll[b]);
+  }
+  return out;
+}
+
+std::string per_position_heading(EvalMethod method) {
+  std::string out = "mean NLL per position inside the window ([first, end) of each bucket)";
+  if (method == EvalMethod::kSliding) {
+    out += "; sliding scores positions before L - stride in the first window only, so those buckets hold few tokens";
+  }
+  if (method == EvalMethod::kMemory) out += "; positions within each segment, memory before them";
+  return out + ":\n";
+}
+
 nlohmann::json report_to_json(const EvalReport& r) {
+  const bool chars = r.tokenizer == "char";
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& e : r.results) {
-    nlohmann::json row = {{"method", to_string(e.method)}, {"length", e.length}, {"tokens", e.tokens},
-                          {"nll", e.mean_nll()}, {"nll_sum", e.nll}, {"ppl", e.ppl()}};
-    if (r.tokenizer == "char") row["bpc"] = e.bpc();
-    if (e.method == EvalMethod::kSliding) row["stride"] = e.stride;
-    if (e.method == EvalMethod::kMemory) row["mem_len"] = e.mem_len;
-    if (!e.position_nll.empty()) {
-      row["per_position"] = {{"start", e.position_start}, {"mean_nll", e.position_nll}};
-    }
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    const auto& e = r.results[i];
+    auto row = summary_to_json(e, chars, r.bootstrap);
+    row["cached"] = i < r.cached.size() && r.cached[i];
+    if (r.per_position) row["per_position"] = per_position_to_json(e);
     results.push_back(row);
   }
   return {{"run", r.run},
@@ -23,23 +104,33 @@ nlohmann::json report_to_json(const EvalReport& r) {
           {"encoding", r.encoding},
           {"tokenizer", r.tokenizer},
           {"train_length", r.train_length},
+          {"checkpoint", r.checkpoint},
           {"checkpoint_step", r.checkpoint_step},
+          {"interval", to_json(r.bootstrap)},
           {"results", results}};
 }
 
 std::string format_report_table(const EvalReport& r) {
   const bool chars = r.tokenizer == "char";
-  std::string out = fmt::format("run {} | {} | {} split | checkpoint step {} | trained at length {}\n",
-                                r.run, r.encoding, r.split, r.checkpoint_step, r.train_length);
-  out += fmt::format("{:>8} {:>11} {:>10} {:>10} {:>12}{}\n", "length", "method", "tokens",
-                     "nll/token", "ppl", chars ? fmt::format(" {:>7}", "bpc") : "");
-  for (const auto& e : r.results) {
+  std::string out = fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run,
+                                r.encoding, r.split, r.checkpoint, r.checkpoint_step, r.train_length);
+  if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
+  out += fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length", "method", "setting",
+                     "tokens", "windows", "nll/token", "ppl", "95% interval", chars ? fmt::format(" {:>7}", "bpc") : "");
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    const auto& e = r.results[i];
     const std::string mark = e.length == r.train_length ? " *" : "";
-    out += fmt::format("{:>8} {:>11} {:>10} {:>10.4f} {:>12.3f}{}{}\n", e.length, to_string(e.method),
-                       e.tokens, e.mean_nll(), e.ppl(), chars ? fmt::format(" {:>7.4f}", e.bpc()) : "",
-                       mark);
+    const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
+    out += fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
+                       to_string(e.method), method_setting(e), e.tokens, e.window_nll.size(), e.mean_nll(), e.ppl(),
+                       format_interval(mean_nll_interval(e, r.bootstrap)),
+                       chars ? fmt::format(" {:>7.4f}", e.bpc()) : "", mark, cached);
   }
-  out += "(* = training length; ppl = exp(total NLL / tokens scored))\n";
+  out += "(* = training length; ppl = exp(total NLL / tokens scored); interval: " + describe(r.bootstrap) + ")\n";
+  if (r.per_position && !r.results.empty()) {
+    out += per_position_heading(r.results.front().method);
+    for (const auto& e : r.results) out += format_per_position(e) + "\n";
+  }
   return out;
 }
 

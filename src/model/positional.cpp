@@ -30,18 +30,20 @@ torch::Tensor absolute_sinusoids(int64_t len, int64_t d_model, const torch::Tens
 }
 
 torch::Tensor rel_shift(const torch::Tensor& x) {
-  const auto sizes = x.sizes().vec();
-  const int64_t q = sizes[sizes.size() - 2];
-  const int64_t k = sizes[sizes.size() - 1];
-  auto lead = std::vector<int64_t>(sizes.begin(), sizes.end() - 2);
-  auto padded = torch::constant_pad_nd(x, {1, 0});                  // [..., Q, K+1]
-  auto as_cols = lead;
-  as_cols.insert(as_cols.end(), {k + 1, q});
-  padded = padded.view(as_cols);                                     // [..., K+1, Q]
-  auto dropped = padded.narrow(-2, 1, k);                            // [..., K, Q]
-  auto back = lead;
-  back.insert(back.end(), {q, k});
-  return dropped.reshape(back);                                      // [..., Q, K] (a view)
+  return rel_shift_padded(torch::constant_pad_nd(x, {0, 1}));  // [..., Q, K+1] -> [..., Q, K]
+}
+
+torch::Tensor rel_shift_padded(const torch::Tensor& x) {
+  TORCH_CHECK(x.dim() >= 2 && x.size(-1) >= 2, "rel_shift_padded needs [..., Q, K+1], got ", x.sizes());
+  const int64_t q = x.size(-2);
+  const int64_t k = x.size(-1) - 1;
+  TORCH_CHECK(x.stride(-1) == 1 && (q == 1 || x.stride(-2) == k + 1),
+              "rel_shift_padded needs contiguous [Q, K+1] matrices, got strides ", x.strides());
+  auto sizes = x.sizes().vec();
+  auto strides = x.strides().vec();
+  sizes.back() = k;
+  strides[strides.size() - 2] = k;                                    // rows K apart, not K+1
+  return x.as_strided(sizes, strides, x.storage_offset() + (q - 1));  // [..., Q, K] (a view)
 }
 
 torch::Tensor causal_mask(int64_t query_len, int64_t mem_len, const torch::Device& device) {

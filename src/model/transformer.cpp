@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "txl/model/kernels.h"
 #include "txl/model/positional.h"
 
 namespace txl {
@@ -19,7 +20,6 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, vocab_size).bias(false)));
   }
   output_bias = register_parameter("output_bias", torch::zeros({vocab_size}));
-  drop = register_module("drop", torch::nn::Dropout(c.dropout));
   torch::NoGradGuard no_grad;
   embedding->weight.normal_(0.0, c.init_std);
   if (output) output->weight.normal_(0.0, c.init_std);
@@ -43,13 +43,14 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
       h = h + absolute_sinusoids(query_len, config_.d_model).to(h.device());      // [B, Q, C]
       break;
     case PosEncoding::kRelative:
-      pos.sinusoids = drop(relative_sinusoids(key_len, config_.d_model, pos.clamp_len)
-                               .to(h.device()));                                  // [K, C]
+      pos.sinusoids = apply_dropout(
+          relative_sinusoids(key_len, config_.d_model, pos.clamp_len).to(h.device()),
+          config_.dropout, is_training());                                          // [K, C]
       break;
     case PosEncoding::kRelativeLearned:
       break;
   }
-  h = drop(h);
+  h = apply_dropout(h, config_.dropout, is_training());
 
   std::vector<torch::Tensor> layer_inputs;
   layer_inputs.reserve(blocks->size());
@@ -59,7 +60,7 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
     h = blocks[l]->as<Block>()->forward(h, mem, pos);                               // [B, Q, C]
   }
   if (final_norm) h = final_norm(h);
-  h = drop(h);
+  h = apply_dropout(h, config_.dropout, is_training());
 
   LMOutput result;
   result.memory = update_memory(memory, layer_inputs, options.keep_memory);
@@ -68,10 +69,7 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   if (options.targets.defined()) {
     TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
                 " must match tokens ", tokens.sizes());
-    auto flat = logits.reshape({-1, vocab_size_}).to(torch::kFloat32);               // [B*Q, V]
-    result.nll = torch::nn::functional::cross_entropy(
-                     flat, options.targets.reshape({-1}),
-                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+    result.nll = token_nll(logits.reshape({-1, vocab_size_}), options.targets.reshape({-1}))
                      .view(tokens.sizes());                                          // [B, Q]
   }
   if (options.want_logits || !options.targets.defined()) result.logits = logits;

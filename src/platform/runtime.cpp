@@ -30,17 +30,40 @@ std::string mapped_library(const std::string& needle) {
 
 bool openblas_loaded() { return !mapped_library("openblas").empty(); }
 
+// OpenBLAS's name for the kernel set it chose (openblas_get_corename), "" without OpenBLAS.
+std::string openblas_core_name() {
+  using CoreName = char* (*)();
+  auto fn = reinterpret_cast<CoreName>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return fn != nullptr ? std::string(fn()) : std::string();
+}
+
+// Kernel sets OpenBLAS falls back to for CPUs it does not recognise: SSE3-era code.
+bool is_generic_core(const std::string& core) {
+  return core == "Prescott" || core == "prescott" || core == "Core2" || core == "Nehalem";
+}
+
 }  // namespace
 
 void ensure_fast_blas(int /*argc*/, char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   if (const char* off = std::getenv("TXL_NO_BLAS_FIX"); off != nullptr && std::string(off) == "1") {
     return;
   }
-  if (!__builtin_cpu_supports("avx512f") || !openblas_loaded()) return;
-  ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  bool restart = false;
+  // Only when the detection actually failed: the same OpenBLAS picks Cooperlake on some
+  // Zen 4 hosts and Prescott on others (the hypervisor's CPUID differs).
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") && openblas_loaded() &&
+      is_generic_core(openblas_core_name())) {
+    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    restart = true;
+  }
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
+      std::thread::hardware_concurrency() > 1) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    restart = true;
+  }
+  if (!restart) return;
   ::execv("/proc/self/exe", argv);
-  // execv only returns on failure; carry on with the slow kernel, inspect_blas() warns.
+  // execv only returns on failure; carry on as we are (inspect_blas() warns about the BLAS).
 }
 
 BlasInfo inspect_blas() {
@@ -50,13 +73,8 @@ BlasInfo inspect_blas() {
   if (!openblas.empty()) {
     info.kind = "openblas";
     if (info.library.empty()) info.library = openblas;
-    using CoreName = char* (*)();
-    if (auto fn = reinterpret_cast<CoreName>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"))) {
-      info.core_type = fn();
-    }
-    const bool generic = info.core_type == "Prescott" || info.core_type == "prescott" ||
-                         info.core_type == "Core2" || info.core_type == "Nehalem";
-    if (generic && __builtin_cpu_supports("avx512f")) {
+    info.core_type = openblas_core_name();
+    if (is_generic_core(info.core_type) && __builtin_cpu_supports("avx512f")) {
       info.warning = "OpenBLAS runs its generic " + info.core_type +
                      " kernel on this AVX-512 CPU (about 5x slower). Remedy: export "
                      "OPENBLAS_CORETYPE=SkylakeX before starting txl.";

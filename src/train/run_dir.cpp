@@ -1,5 +1,11 @@
 #include "txl/train/run_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -9,6 +15,40 @@
 namespace txl {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// "checkpoint.pt.tmp.1234": write_file_atomic's temporary for a run file.
+bool is_run_temporary(const std::string& name) {
+  for (const auto& file : run_file_names()) {
+    const std::string prefix = file + ".tmp.";
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void remove_files(const std::string& dir, bool run_files) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    bool ours = is_run_temporary(name);
+    if (run_files) {
+      for (const auto& file : run_file_names()) ours = ours || name == file;
+    }
+    if (ours && !entry.is_directory()) fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& run_file_names() {
+  static const std::vector<std::string> names = {"config.json", "vocab.json", "checkpoint.pt",
+                                                 "best.pt", "metrics.jsonl"};
+  return names;
+}
 
 std::string default_run_dir(const std::string& config_path) {
   const std::time_t now = std::time(nullptr);
@@ -21,13 +61,48 @@ void prepare_run_dir(const std::string& dir, bool force) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) throw InputError("--run-dir " + dir + " exists and is not a directory");
-    if (!fs::is_empty(dir, ec) && !force) {
-      throw InputError("--run-dir " + dir + " already holds a run; use --resume " + dir +
-                       " to continue it, --force to overwrite it, or another --run-dir");
+    if (!fs::is_empty(dir, ec)) {
+      if (!force) {
+        const bool resumable = is_regular_file(RunPaths{dir}.last_checkpoint());
+        throw InputError(
+            "--run-dir " + dir +
+            (resumable ? " already holds a run; use --resume " + dir +
+                             " to continue it, --force to overwrite it, or another --run-dir"
+                       : " is not empty (it holds no checkpoint to resume); use --force to "
+                         "overwrite it, or another --run-dir"));
+      }
+      remove_files(dir, /*run_files=*/true);
     }
   }
   fs::create_directories(dir, ec);
   if (ec) throw InputError("cannot create run directory " + dir + ": " + ec.message());
+}
+
+void remove_stale_temporaries(const std::string& dir) { remove_files(dir, /*run_files=*/false); }
+
+void remove_run(const std::string& dir) {
+  remove_files(dir, /*run_files=*/true);
+  std::error_code ec;
+  if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+}
+
+RunLock::RunLock(const std::string& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError("cannot open run directory " + dir + ": " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      throw InputError("run directory " + dir + " is in use by another txl train process; "
+                       "wait for it to finish or stop it first");
+    }
+    throw InputError("cannot lock run directory " + dir + ": " + std::strerror(err));
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
 std::string run_name(const std::string& dir) {
@@ -49,6 +124,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which) {
   if (which != "last" && !is_regular_file(ckpt)) ckpt = run.paths.last_checkpoint();
   if (!is_regular_file(ckpt)) throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
   run.model = TransformerLM(run.config.model, run.vocab.size());
+  // load_checkpoint compares the checkpoint's model configuration with config.json's.
   auto loaded = load_checkpoint(ckpt, run.model, nullptr);
   run.state = loaded.state;
   if (run.state.vocab_checksum != run.vocab.checksum()) {

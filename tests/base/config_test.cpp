@@ -75,6 +75,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.train.eval_max_tokens, b.train.eval_max_tokens);
   EXPECT_EQ(a.train.threads, b.train.threads);
   EXPECT_EQ(a.train.precision, b.train.precision);
+  EXPECT_EQ(a.train.skip_nonfinite, b.train.skip_nonfinite);
   EXPECT_EQ(a.eval.lengths, b.eval.lengths);
   EXPECT_EQ(a.eval.split, b.eval.split);
   EXPECT_EQ(a.eval.batch_tokens, b.eval.batch_tokens);
@@ -115,6 +116,7 @@ Config all_changed() {
   c.train.eval_max_tokens = 999;
   c.train.threads = 2;
   c.train.precision = Precision::kBf16;
+  c.train.skip_nonfinite = true;
   c.eval.lengths = {16, 32};
   c.eval.split = "test";
   c.eval.batch_tokens = 1024;
@@ -132,7 +134,8 @@ const std::vector<std::string> kAllKeys = {
     "train.lr",           "train.warmup_steps",  "train.min_lr_ratio",
     "train.weight_decay", "train.clip",          "train.seed",
     "train.log_interval", "train.eval_interval", "train.eval_max_tokens",
-    "train.threads",      "train.precision",     "eval.lengths",
+    "train.threads",      "train.precision",     "train.skip_nonfinite",
+    "eval.lengths",
     "eval.split",         "eval.batch_tokens"};
 
 const json& at_path(const json& j, const std::string& path) {

@@ -10,5 +10,8 @@ namespace txl {
 void setup_train(CLI::App& app, int& exit_code);
 void setup_eval(CLI::App& app, int& exit_code);
 void setup_info(CLI::App& app, int& exit_code);
+void setup_bench(CLI::App& app, int& exit_code);
+void setup_compare(CLI::App& app, int& exit_code);
+void setup_sample(CLI::App& app, int& exit_code);
 
 }  // namespace txl

@@ -66,6 +66,8 @@ struct TrainConfig {
   int64_t eval_max_tokens = 0;             // cap on validation tokens per evaluation (0 = whole split)
   int64_t threads = 0;                     // 0 = all cores
   Precision precision = Precision::kFp32;  // "fp32" | "bf16" (CPU autocast; weights stay fp32)
+  bool skip_nonfinite = false;             // true: skip (and count) steps whose loss or gradient
+                                           // norm is NaN/Inf; false: stop with a checkpoint
 };
 
 struct EvalConfig {

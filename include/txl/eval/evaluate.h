@@ -2,18 +2,19 @@
 //
 //   nonoverlap  windows of L tokens, no memory, every token scored (ALiBi's main protocol)
 //   sliding     windows of L advanced by S; the first window scored whole, then only the
-//               last S tokens of each window (S = 1: every token sees min(t, L-1) context)
+//               last S tokens of each window (S = 1: every target t is predicted from exactly
+//               min(t, L-1) earlier tokens plus the current one)
 //   memory      Transformer-XL: segments of L with up to mem_len positions of memory carried
 //               across segments of each stream; every token scored once
 //
 // Perplexity is exp(total NLL / total tokens) with NLL summed in double precision.
+// Per-window sums are kept so that intervals (interval.h) and paired differences between
+// runs can be computed over the same windows afterwards.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/config/config.h"
 #include "txl/model/transformer.h"
@@ -37,17 +38,25 @@ struct EvalRequest {
   int64_t position_buckets = 0;  // > 0: also report mean NLL per window position, bucketed
 };
 
+// The sliding stride a request resolves to (0 = L/2, at least 1); 0 for other methods.
+int64_t effective_stride(const EvalRequest& request);
+
 struct EvalResult {
   EvalMethod method = EvalMethod::kNonOverlap;
   int64_t length = 0;
-  int64_t stride = 0;
-  int64_t mem_len = 0;
+  int64_t stride = 0;            // sliding only
+  int64_t mem_len = 0;           // memory only
+  int64_t streams = 0;           // memory only
   int64_t tokens = 0;            // tokens scored
   double nll = 0.0;              // total NLL (nats)
-  std::vector<double> window_nll;      // per window (or segment) NLL sums, in stream order
-  std::vector<int64_t> window_tokens;  // tokens scored in each window
+  // Per window (nonoverlap, sliding) or per segment of one stream (memory): NLL sum and
+  // tokens scored. Windows come in a fixed order (memory: segment-major, stream-minor), so
+  // two models evaluated with the same request have aligned windows.
+  std::vector<double> window_nll;
+  std::vector<int64_t> window_tokens;
   std::vector<double> position_nll;    // mean NLL per position bucket (position_buckets > 0)
   std::vector<int64_t> position_start; // first window position of each bucket
+  std::vector<int64_t> position_count; // tokens scored in each bucket
 
   double mean_nll() const { return tokens > 0 ? nll / static_cast<double>(tokens) : 0.0; }
   double ppl() const;
@@ -57,7 +66,8 @@ struct EvalResult {
 // Scores `ids` (the whole split as one stream). The model is put in eval mode and restored.
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const EvalRequest& request);
 
-// Checks a request against a model and split size; InputError naming the option otherwise.
+// Checks a request against a model: positive length, stride within 1..L, memory only for
+// encodings with memory, non-negative mem_len and streams >= 1. InputError naming the option.
 void check_eval_request(const TransformerLM& model, const EvalRequest& request);
 
 }  // namespace txl

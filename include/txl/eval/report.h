@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "txl/eval/evaluate.h"
+#include "txl/eval/interval.h"
 
 namespace txl {
 
@@ -16,12 +17,36 @@ struct EvalReport {
   std::string encoding;    // model.pos_encoding
   std::string tokenizer;   // char | word
   int64_t train_length = 0;  // train.tgt_len, marked in tables
+  std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;
   std::vector<EvalResult> results;
+  std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)
+  BootstrapOptions bootstrap;
+  bool per_position = false;  // show mean NLL per window position (bucketed)
 };
 
-// {"run", "split", "method", "encoding", "tokenizer", "train_length", "checkpoint_step",
-//  "results": [{"length", "tokens", "nll" (mean per token), "nll_sum", "ppl", "bpc"?, ...}]}
+// One sentence naming a method and its settings, e.g. "sliding: windows of 128 advanced by 64, ..."
+std::string describe_method(const EvalResult& result);
+
+// The per-result settings column: "-", "stride 64", "mem 128 x1".
+std::string method_setting(const EvalResult& result);
+
+// Perplexity summary of one result with its interval, as JSON:
+// {"method", "length", "stride"?, "mem_len"?, "streams"?, "tokens", "windows", "nll",
+//  "nll_sum", "ppl", "ppl_lo", "ppl_hi" (null with < 2 windows), "bpc"?, "bpc_lo"?, "bpc_hi"?}
+nlohmann::json summary_to_json(const EvalResult& result, bool chars, const BootstrapOptions& bootstrap);
+
+// {"bucket_start": [...], "bucket_tokens": [...], "mean_nll": [...]}
+nlohmann::json per_position_to_json(const EvalResult& result);
+
+// "  L=256: [0,16) 2.31 | [16,32) 1.95 | ..." (one line)
+std::string format_per_position(const EvalResult& result);
+
+// The heading of a per-position section, with what the buckets mean for this method.
+std::string per_position_heading(EvalMethod method);
+
+// {"run", "split", "encoding", "tokenizer", "train_length", "checkpoint", "checkpoint_step",
+//  "interval": {...}, "results": [summary + "cached" + "per_position"?]}
 nlohmann::json report_to_json(const EvalReport& report);
 
 std::string format_report_table(const EvalReport& report);

@@ -27,7 +27,7 @@ class AttentionImpl : public torch::nn::Module {
  private:
   int64_t n_head_, d_head_;
   bool pre_norm_;
-  torch::nn::Dropout drop{nullptr}, dropatt{nullptr};
+  double dropout_, dropatt_;  // applied with txl::dropout (kernels.h)
 };
 TORCH_MODULE(Attention);
 
@@ -41,7 +41,7 @@ class FeedForwardImpl : public torch::nn::Module {
 
  private:
   bool pre_norm_;
-  torch::nn::Dropout drop{nullptr};
+  double dropout_;
 };
 TORCH_MODULE(FeedForward);
 

@@ -24,8 +24,19 @@ torch::Tensor absolute_sinusoids(int64_t len, int64_t d_model,
 // Turns x[..., i, c] = score of query i against distance K-1-c into
 // out[..., i, j] = score of query i against distance M + i - j, for j <= M + i.
 // Entries with j > M + i are garbage: only valid together with causal_mask.
-// O(Q*K) memory: pad a zero column, reinterpret as [K+1, Q], drop a row, reinterpret back.
+// O(Q*K) memory: pads one column (a copy of x), then rel_shift_padded (a view).
 torch::Tensor rel_shift(const torch::Tensor& x);  // [..., Q, K] -> [..., Q, K]
+
+// rel_shift without the copy, for scores computed straight into a buffer with one spare
+// column: x[..., i, c] for c < K as above, column K anything. Each [Q, K+1] matrix must be
+// contiguous (the leading dimensions may have any strides).
+// Why it works: out[i, j] = x[i, j + Q-1-i] (distance M+i-j sits in column Q-1-i+j), whose
+// flat index in a row-major [Q, K+1] matrix is (Q-1) + i*K + j: a [Q, K] row-major matrix
+// starting at element Q-1. The returned view reads it in place; for j <= M + i it only
+// touches columns c < K, so the spare column only ever lands in the garbage entries.
+// (The classic form pads on the left, views as [K+1, Q] and drops a row: the same
+// addresses, one element later.)                                    [..., Q, K+1] -> [..., Q, K]
+torch::Tensor rel_shift_padded(const torch::Tensor& x);
 
 // true where query i (0-based within the segment) must NOT see key j, i.e. j > mem_len + i.
 torch::Tensor causal_mask(int64_t query_len, int64_t mem_len,

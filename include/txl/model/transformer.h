@@ -44,7 +44,6 @@ class TransformerLMImpl : public torch::nn::Module {
  private:
   ModelConfig config_;
   int64_t vocab_size_;
-  torch::nn::Dropout drop{nullptr};
 };
 TORCH_MODULE(TransformerLM);
 

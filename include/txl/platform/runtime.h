@@ -10,13 +10,34 @@
 
 namespace txl {
 
-// OpenBLAS 0.3.21 misdetects AVX-512 CPUs it does not know (e.g. AMD Zen 4) as Prescott and
-// runs a generic kernel (~35 instead of ~155 GFLOP/s per core, shared/NOTES.md section 6).
-// It reads OPENBLAS_CORETYPE only when the library is loaded, so the fix has to happen
-// before our process starts: when OpenBLAS is loaded, the CPU has AVX-512 and the variable
-// is unset, this sets OPENBLAS_CORETYPE=SkylakeX and re-executes the program once.
-// Call first thing in main(). TXL_NO_BLAS_FIX=1 disables it.
+// Settings that are read once, when a library is loaded, so they have to be in the
+// environment before our process starts; when one is missing this sets it and re-executes
+// the program once. Call first thing in main(). TXL_NO_BLAS_FIX=1 disables both.
+//  - OpenBLAS 0.3.21 misdetects AVX-512 CPUs it does not know (e.g. AMD Zen 4) as Prescott
+//    and runs a generic kernel (~35 instead of ~155 GFLOP/s per core, shared/NOTES.md
+//    section 6): when OpenBLAS is loaded, the CPU has AVX-512, OPENBLAS_CORETYPE is unset
+//    and OpenBLAS did pick a generic kernel, OPENBLAS_CORETYPE=SkylakeX.
+//    (inspect_blas() reports a slow kernel with the remedy.)
+//  - OpenMP threads (LibTorch's and OpenBLAS's) by default spin ~300k iterations at every
+//    barrier. On a machine others are also using, a spinning thread takes the core from
+//    the thread it waits for: `txl bench` on 2 busy cores (load 5) ran 2.6-3.3x slower than
+//    with OMP_WAIT_POLICY=PASSIVE (threads sleep at once). Unless OMP_WAIT_POLICY or
+//    GOMP_SPINCOUNT is set, and with more than one core, OMP_WAIT_POLICY=PASSIVE.
 void ensure_fast_blas(int argc, char** argv);
+
+// glibc's malloc serves blocks above its mmap threshold (adaptive, at most 32 MB) with
+// fresh pages from mmap and unmaps them on free, and trims its heap as it frees; so each
+// training step page-faulted its logits ([B*Q, V]: 82 MB at the reference shape), their
+// gradient and log-probabilities back in, ~20k faults per such tensor (a fresh 82 MB exp()
+// took 105 ms, 20 ms in reused memory). This fixes glibc's thresholds (heap below 32 MB,
+// never trimmed) and installs a CPU allocator for LibTorch that keeps freed blocks of
+// 32 MB and more and hands them out again for requests of exactly the same size (a
+// training step repeats its shapes). A request no kept block fits first releases kept
+// blocks, oldest first, of at least its size, so kept blocks never raise resident memory
+// above the peak of live tensors: an evaluation at L = 4096 peaks as before.
+// Measured on the reference config, 1 thread: 1230 instead of 1412 CPU ms per step.
+// Call first thing in main(), before tensors exist. TXL_SYSTEM_MALLOC=1 disables it.
+void reuse_freed_memory();
 
 struct BlasInfo {
   std::string library;    // path of the loaded libblas, e.g. .../openblas-openmp/libblas.so.3

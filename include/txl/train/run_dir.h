@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "txl/config/config.h"
 #include "txl/data/vocab.h"
@@ -23,11 +24,38 @@ struct RunPaths {
   std::string metrics() const { return dir + "/metrics.jsonl"; }
 };
 
+// The files a run writes (names inside the run directory), the ones --force replaces.
+const std::vector<std::string>& run_file_names();
+
 // runs/<config file stem>-<YYYYmmdd-HHMMSS>
 std::string default_run_dir(const std::string& config_path);
 
 // Refuses (InputError) an existing non-empty directory unless `force`; creates parents.
+// With `force`, the files of an earlier run (run_file_names() and their temporaries) are
+// removed so nothing of it can mix with the new run; other files are left alone.
 void prepare_run_dir(const std::string& dir, bool force);
+
+// Removes temporaries that write_file_atomic leaves when a process dies mid-write
+// (e.g. "checkpoint.pt.tmp.1234"). Only call while holding the run's RunLock.
+void remove_stale_temporaries(const std::string& dir);
+
+// Removes the run files and, when it is then empty, the directory: undoes a run that failed
+// before it wrote its first checkpoint.
+void remove_run(const std::string& dir);
+
+// An exclusive advisory lock (flock) on the run directory, held while a process trains in it,
+// so a second `txl train` (or `--resume`) on the same directory is refused instead of both
+// writing the same files. The kernel drops it when the process dies, even by kill -9.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& dir);  // InputError when another process holds it
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // The run's name for tables: the directory's last component.
 std::string run_name(const std::string& dir);
@@ -41,8 +69,9 @@ struct LoadedRun {
 };
 
 // which: "best" (falls back to the last checkpoint when no best exists) or "last".
-// A missing directory, config, vocabulary or checkpoint, or a checkpoint whose vocabulary
-// checksum differs from vocab.json, throws InputError naming the file.
+// A missing directory, config, vocabulary or checkpoint, a damaged checkpoint, or one whose
+// model configuration or vocabulary differs from config.json / vocab.json, throws InputError
+// naming the file.
 LoadedRun load_run(const std::string& dir, const std::string& which = "best");
 
 }  // namespace txl

@@ -1,13 +1,42 @@
 // The training loop: AdamW, linear warm-up then cosine decay, gradient clipping, periodic
 // validation, best and last checkpoints, metrics.jsonl and fixed-width progress lines.
+//
+// Exact resume: a checkpoint holds everything the next step depends on (weights, AdamW
+// moments and step counts, param-group options, the training memory, the CPU generator
+// state that drives dropout, the stream position, the progress-interval sums), so in fp32 with
+// the same thread count a run stopped at step k and resumed logs bit-for-bit the losses of the
+// uninterrupted run. Validation saves and restores the generator, so evaluating at step k
+// (as a run with max_steps = k does) does not shift the random stream.
+//
+// Numerical faults: a step whose loss or gradient norm is NaN/Inf is not applied. By default
+// training stops with an error naming the step, after saving the state as of the previous
+// step (all finite) to checkpoint.pt, so the run can be resumed, e.g. with
+// --set train.skip_nonfinite=true. With train.skip_nonfinite the step is skipped and counted
+// (metrics.jsonl, checkpoint meta); more than kMaxConsecutiveSkips in a row stops as above.
+//
+// Testing hooks (environment variables; tests use them to exercise the fault paths
+// deterministically, they have no other use):
+//   TXL_INJECT_NAN_AT_STEP=3 (or a list, "3,7") multiplies the loss of those steps (1-based)
+//     by NaN, which makes loss and gradients NaN;
+//   TXL_INJECT_STOP_AT_STEP=k acts as if SIGINT arrived during step k: checkpoint after it,
+//     exit 130.
 #pragma once
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "txl/config/config.h"
 
 namespace txl {
+
+inline constexpr int64_t kMaxConsecutiveSkips = 20;
+
+// Config keys that `txl train --resume` may change (--set or --config): they affect neither
+// the model nor the data nor the optimisation of the steps already taken. train.max_steps
+// extends (or shortens) the run and with it the cosine schedule of the remaining steps;
+// data.dir may move because the training split is verified by its fingerprint instead.
+const std::vector<std::string>& resumable_keys();
 
 struct TrainOptions {
   std::string run_dir;
@@ -20,10 +49,14 @@ struct TrainSummary {
   double last_loss = 0.0;       // mean training loss of the last log interval
   double best_valid_ppl = 0.0;
   double train_tokens_per_s = 0.0;
+  int64_t skipped_steps = 0;    // non-finite steps skipped in total (train.skip_nonfinite)
   bool interrupted = false;
+  int stop_signal = 0;          // the signal that interrupted it (SIGINT for the test hook)
 };
 
 // Runs training for a validated config; the run directory must already be prepared.
+// On resume, a checkpoint whose config (other than resumable_keys()), vocabulary or training
+// split differs from this run's throws InputError naming the file and the difference.
 TrainSummary train_model(const Config& config, const TrainOptions& options);
 
 }  // namespace txl

@@ -1,0 +1,77 @@
+// Evaluation results cached in the run directory, so that `txl compare` (and a repeated
+// `txl eval`) reuses them instead of evaluating again:
+//
+//   RUN/eval-cache/<split>-<method>-L<length>...-<checkpoint>-step<N>.json
+//     {"key": {...}, "result": {...}}
+//
+// The key names everything the numbers depend on: split and a checksum of its token ids,
+// method, length, effective stride / mem_len / streams / clamp_len, max_tokens, precision,
+// position buckets, and the checkpoint file with its step and a checksum of its bytes. A
+// file is reused only when its key equals the request's key exactly; a retrained run (new
+// checkpoint bytes) or an edited corpus therefore never reads stale numbers. Only
+// eval-cache/ is written: the checkpoint, config and vocabulary are never modified.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/eval/evaluate.h"
+#include "txl/train/run_dir.h"
+
+namespace txl {
+
+// FNV-1a 64 over a file's bytes / over token ids (identify checkpoints and splits).
+uint64_t checksum_file(const std::string& path);
+uint64_t checksum_ids(const std::vector<int32_t>& ids);
+
+// The checkpoint file load_run(dir, which) reads: best.pt, or checkpoint.pt for "last" or
+// when no best.pt exists.
+std::string checkpoint_file(const RunPaths& paths, const std::string& which);
+
+// Everything about the evaluated data and weights that is not in the request.
+struct EvalSubject {
+  std::string split;
+  uint64_t split_checksum = 0;
+  std::string checkpoint;            // file name inside the run, e.g. best.pt
+  int64_t checkpoint_step = 0;
+  uint64_t checkpoint_checksum = 0;
+};
+
+nlohmann::json eval_cache_key(const EvalSubject& subject, const ModelConfig& model, const EvalRequest& request);
+std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& key);
+
+// The full result, window sums included (they feed intervals and paired differences).
+nlohmann::json result_to_json(const EvalResult& result);
+EvalResult result_from_json(const nlohmann::json& j);  // throws on malformed input
+
+// nullopt when the file is missing, unreadable, malformed or holds another key.
+std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohmann::json& key);
+// Atomic write; returns an error message instead of throwing (a read-only run directory
+// must not fail an evaluation), empty on success.
+std::string write_eval_cache(const std::string& path, const nlohmann::json& key, const EvalResult& result);
+
+// Evaluates a loaded run on one split through the cache.
+class CachedEvaluator {
+ public:
+  // `which` is the --checkpoint choice the run was loaded with; `ids` must outlive this.
+  // read_cache = false evaluates every request again (and refreshes the cache).
+  CachedEvaluator(LoadedRun& run, const std::string& which, const std::string& split,
+                  const std::vector<int32_t>& ids, bool read_cache);
+
+  // Returns the cached result when reading is allowed and the key matches; otherwise
+  // evaluates and stores the result.
+  EvalResult evaluate(const EvalRequest& request, bool* was_cached = nullptr);
+  const EvalSubject& subject() const { return subject_; }
+
+ private:
+  LoadedRun& run_;
+  const std::vector<int32_t>& ids_;
+  EvalSubject subject_;
+  bool read_cache_;
+};
+
+}  // namespace txl

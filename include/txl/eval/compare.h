@@ -1,0 +1,56 @@
+// Side-by-side comparison of several runs evaluated on the same split, windows and tokens:
+// one row per evaluated length, one column per run, and for exactly two runs the paired
+// difference of mean NLL per token over the same windows with its 95% interval.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/eval/evaluate.h"
+#include "txl/eval/interval.h"
+
+namespace txl {
+
+struct CompareRun {
+  std::string dir;
+  std::string name;          // the directory's last component
+  std::string encoding;      // model.pos_encoding
+  int64_t train_length = 0;  // train.tgt_len
+  std::string checkpoint;    // file name, e.g. best.pt
+  int64_t checkpoint_step = 0;
+  // False when the method does not apply to this run (memory with an absolute encoding):
+  // the run's cells read "n/a" and `results` is empty.
+  bool supported = true;
+  std::vector<EvalResult> results;  // one per length, same order as Comparison::lengths
+  std::vector<bool> cached;         // per result: reused from RUN/eval-cache
+};
+
+struct Comparison {
+  std::string corpus;     // data.dir's last component
+  std::string data_dir;
+  std::string split;
+  std::string tokenizer;  // char | word
+  std::string method;     // nonoverlap | sliding | memory
+  std::vector<int64_t> lengths;
+  std::vector<CompareRun> runs;
+  BootstrapOptions bootstrap;
+  bool per_position = false;
+};
+
+// The paired difference run a - run b at length index i; only for two supported runs.
+bool has_paired(const Comparison& c);
+PairedDifference paired_at(const Comparison& c, size_t length_index);
+
+// {"corpus", "data_dir", "split", "tokenizer", "method", "lengths", "interval",
+//  "runs": [{"name", "dir", "encoding", "train_length", "checkpoint", "checkpoint_step",
+//            "supported", "results": [summary + "cached" + "per_position"?]}],
+//  "paired"?: {"a", "b", "rows": [{"length", "tokens", "windows", "mean_nll_diff",
+//              "diff_lo", "diff_hi", "ppl_ratio", "ratio_lo", "ratio_hi"}]}}
+nlohmann::json comparison_to_json(const Comparison& c);
+
+std::string format_comparison_table(const Comparison& c);
+
+}  // namespace txl

@@ -1,0 +1,26 @@
+// What `txl eval` and `txl compare` ask for, turned into one EvalRequest per length.
+#pragma once
+
+#include <cstdint>
+
+#include "txl/eval/evaluate.h"
+
+namespace txl {
+
+// Per-position losses are always collected in this many buckets (cheap), so cached results
+// serve requests with and without --per-position. Lengths up to 16 get one bucket per position.
+inline constexpr int64_t kPositionBuckets = 16;
+
+struct EvalSettings {
+  EvalMethod method = EvalMethod::kNonOverlap;
+  int64_t stride = 0;      // sliding: 0 = L/2
+  int64_t mem_len = -1;    // memory: -1 = the evaluated length
+  int64_t clamp_len = -1;  // -1 = the run's model.clamp_len
+  int64_t streams = 16;    // memory: parallel contiguous streams (batch rows)
+  int64_t max_tokens = 0;  // 0 = the whole split
+  Precision precision = Precision::kFp32;
+};
+
+EvalRequest make_eval_request(const EvalSettings& settings, int64_t length, int64_t batch_tokens);
+
+}  // namespace txl

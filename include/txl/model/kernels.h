@@ -1,0 +1,40 @@
+// Faster equivalents of LibTorch 1.13 CPU operations the model spends its time in. Each
+// computes the same mathematical function as the operation it replaces (tests compare
+// them); they differ in how the work is spread over threads and memory.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace txl {
+
+// out[..., m, n] = a[..., m, k] @ b[..., k, n]; leading (batch) dimensions broadcast; with
+// autograd. LibTorch 1.13's fp32 bmm loops over the batch calling a multi-threaded GEMM
+// per small matrix (a thread hand-off per matrix); this instead gives each thread a share
+// of the matrices with single-threaded GEMMs. Other dtypes (bf16: oneDNN's batched GEMM)
+// and batches smaller than the thread count go to torch::matmul.
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
+
+// Inverted dropout: zeroes each element with probability p and scales the rest by
+// 1 / (1 - p); identity when !training or p == 0. LibTorch's CPU bernoulli_ draws one
+// Mersenne-Twister number per element on one thread; this hashes (seed, index) with
+// SplitMix64 on every thread. The seed comes from LibTorch's default generator, so
+// torch::manual_seed still makes runs repeatable (at any thread count).
+// Not called dropout: dropout(x, p, train) would be ambiguous with at::dropout (found by
+// argument-dependent lookup).
+torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
+
+// apply_dropout(relu(x), p, training) in one multiply: the mask already holds zero where
+// x <= 0, so ReLU's own pass and its backward pass (threshold_backward) disappear. The
+// gradient is the same (ReLU's derivative at 0 taken as 0, as torch::relu does).
+torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training);
+
+// Per-token negative log-likelihood in float32, with autograd:
+// nll[i] = logsumexp(logits[i, :]) - logits[i, targets[i]].      logits [N, V], targets [N] -> [N]
+// The same numbers as cross_entropy(logits.float(), targets, reduction none). Its backward
+// writes softmax * g - onehot * g from the saved log-probabilities in two passes, where
+// nll_loss + log_softmax fill a [N, V] zero gradient, scatter into it and read it twice.
+// Without gradients it works through the rows in blocks, so no [N, V] log-probability
+// tensor is held (the logits themselves are the caller's).
+torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets);
+
+}  // namespace txl

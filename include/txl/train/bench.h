@@ -1,0 +1,113 @@
+// txl bench: how fast a config's model trains and evaluates on this machine, on random
+// tokens (no corpus), and how that compares with the machine's measured GEMM peak.
+//
+// Model FLOPs per token (what the model must compute, counted in multiply-accumulates, MACs;
+// 1 MAC = 2 FLOPs; L layers, C d_model, H heads x D, F d_inner, V vocab, B streams,
+// Q tgt_len, M mem_len, K = M + Q keys):
+//   N      = L*(4*C*H*D + 2*C*F) + C*V       weights applied to every token (q, k, v, out,
+//                                            ff1, ff2; output layer), the "6N" term
+//   attn   = L*2*H*D*K                       q.k and p.v over all K keys (the masked half is
+//                                            computed too, so it is counted)
+//   pos    = L*H*D*K                         relative: (q + v).r_k against one key per distance
+//   kv_mem = L*2*C*H*D*M/Q                   k and v of the memory rows, recomputed each segment
+//   proj   = L*K*C*H*D/(B*Q)                 relative: W_r R, once per pass, shared by the batch
+//            L*H*K*D*D/(B*Q)                 relative_learned: table rows x P_h
+//   eval  FLOPs/token = 2*(N + attn + pos + kv_mem + proj)
+//   train FLOPs/token = 6*(N + attn + pos) + 4*kv_mem + (4 | 6)*proj
+// Training is forward (2 per MAC) plus backward (4 per MAC: input and weight gradients),
+// except where no input gradient exists: memory rows are detached and the sinusoids R are
+// constants, so those products cost 2 + 2 per MAC (the learned table has a gradient: 6).
+// The embedding lookup is a gather, not counted; its gradient is the tied output layer's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/config/config.h"
+#include "txl/platform/op_profile.h"
+
+namespace txl {
+
+struct BenchOptions {
+  int64_t vocab_size = 10000;  // random tokens in [0, vocab_size)
+  int64_t steps = 20;          // timed training steps; also the timed evaluation passes
+  int64_t warmup = 3;          // untimed training steps (and one evaluation pass) first
+  bool profile = false;        // per-operator breakdown of the timed training steps
+};
+
+struct FlopCount {
+  double matmul_params = 0.0;    // N above
+  double train_per_token = 0.0;  // FLOPs of one training step / tokens in it
+  double eval_per_token = 0.0;   // FLOPs of one evaluation pass / tokens in it
+  std::string formula;           // the formula with this model's numbers filled in
+};
+
+FlopCount model_flops(const ModelConfig& model, int64_t vocab_size, int64_t batch,
+                      int64_t query_len, int64_t mem_len);
+
+// Mean wall-clock time per training step in each phase.
+struct StepPhases {
+  double forward_ms = 0.0;    // forward pass and loss
+  double backward_ms = 0.0;   // zero_grad + backward
+  double clip_ms = 0.0;       // gradient-norm clipping and reading the loss
+  double optimizer_ms = 0.0;  // AdamW step
+};
+
+struct BenchResult {
+  std::string precision;
+  int threads = 0;
+  std::string pos_encoding;
+  int64_t parameters = 0;
+  int64_t vocab_size = 0;
+  int64_t batch = 0, query_len = 0, mem_len = 0;
+  int64_t steps = 0, warmup = 0;
+  double ms_per_step = 0.0;
+  double cpu_ms_per_step = 0.0;       // CPU time of all threads per step (work, not waiting)
+  double train_tokens_per_s = 0.0;
+  double eval_ms_per_pass = 0.0;
+  double eval_cpu_ms_per_pass = 0.0;
+  double eval_tokens_per_s = 0.0;
+  double peak_rss_mb = 0.0;
+  FlopCount flops;
+  double achieved_gflops = 0.0;       // training
+  double eval_achieved_gflops = 0.0;
+  double gemm_peak_gflops = 0.0;      // measured n^3 GEMM, same dtype and threads
+  double mfu = 0.0;                   // achieved_gflops / gemm_peak_gflops
+  double eval_mfu = 0.0;
+  double load_average = 0.0;          // 1-minute load average at the end (shared machines)
+  StepPhases phases;
+  std::vector<OpTime> profile;        // with BenchOptions::profile
+  std::vector<OpTime> profile_by_caller;
+  double profiled_ms = 0.0;           // wall time of the profiled steps
+
+  nlohmann::json to_json() const;
+};
+
+// Builds the model of `config` (train.threads and train.precision apply), runs warm-up and
+// timed training steps (forward, backward, clipping, AdamW; memory carried like training),
+// then evaluation passes with memory, and measures the GEMM peak.
+BenchResult run_bench(const Config& config, const BenchOptions& options);
+
+// One evaluation window of `length` random tokens, batch 1, no memory.
+struct LongWindowResult {
+  std::string pos_encoding;
+  std::string precision;
+  int64_t length = 0;
+  double eval_ms = 0.0;          // best of the passes
+  double tokens_per_s = 0.0;
+  double baseline_rss_mb = 0.0;  // resident memory just before the first pass
+  double peak_rss_mb = 0.0;      // process peak after the passes
+  double growth_mb = 0.0;        // peak - baseline: what the window itself needed
+
+  nlohmann::json to_json() const;
+  static LongWindowResult from_json(const nlohmann::json& j);
+};
+
+// Meant for a fresh process (peak memory is a per-process high-water mark).
+LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64_t length,
+                                 int passes);
+
+}  // namespace txl

@@ -1,0 +1,231 @@
+// txl compare RUN RUN ... [--lengths 64,128] [--method M] [--split S] [--json F] [--plot F.png]
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/cli/commands.h"
+#include "txl/cli/options.h"
+#include "txl/data/corpus.h"
+#include "txl/eval/cache.h"
+#include "txl/eval/compare.h"
+#include "txl/eval/plot.h"
+#include "txl/eval/request.h"
+#include "txl/platform/runtime.h"
+#include "txl/train/run_dir.h"
+#include "txl/util/error.h"
+#include "txl/util/fs.h"
+
+namespace txl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CompareCommandOptions {
+  std::vector<std::string> run_dirs;
+  std::string split;
+  std::string lengths;
+  std::string method = "nonoverlap";
+  std::string json_path;
+  std::string plot_path;
+  std::string checkpoint = "best";
+  std::string precision = "fp32";
+  int64_t stride = 0;
+  int64_t mem_len = -1;
+  int64_t clamp_len = -1;
+  int64_t streams = 16;
+  int64_t max_tokens = 0;
+  int64_t threads = 0;
+  bool per_position = false;
+  bool no_cache = false;
+};
+
+// An output path must be a file in an existing directory; checked before any work.
+void check_output_path(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  if (is_directory(path)) throw InputError(option + " " + path + " is a directory; expected a file path");
+  const auto parent = fs::path(path).parent_path();
+  if (!parent.empty() && !is_directory(parent.string())) {
+    throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");
+  }
+}
+
+bool ends_with_png(const std::string& path) {
+  const auto ext = fs::path(path).extension().string();
+  return ext == ".png" || ext == ".PNG";
+}
+
+std::string vocab_summary(const LoadedRun& run) {
+  return fmt::format("{} tokenizer, {} tokens, checksum {:016x}", to_string(run.vocab.kind()), run.vocab.size(),
+                     run.vocab.checksum());
+}
+
+PlotSpec make_plot_spec(const Comparison& c) {
+  PlotSpec spec;
+  spec.title = fmt::format("{}: perplexity vs evaluated length (method {}, {} split)", c.corpus, c.method, c.split);
+  spec.xlabel = "evaluated length L (tokens, log2 scale)";
+  spec.ylabel = "perplexity";
+  spec.mark_label = "trained at {}";
+  for (const auto& run : c.runs) {
+    if (!run.supported) continue;
+    PlotSeries s;
+    s.label = fmt::format("{} ({})", run.name, run.encoding);
+    for (const auto& e : run.results) {
+      const auto ci = mean_nll_interval(e, c.bootstrap);
+      s.x.push_back(e.length);
+      s.y.push_back(e.ppl());
+      s.lo.push_back(ci.valid ? std::exp(ci.lo) : e.ppl());
+      s.hi.push_back(ci.valid ? std::exp(ci.hi) : e.ppl());
+    }
+    spec.series.push_back(s);
+    if (std::find(spec.marks.begin(), spec.marks.end(), run.train_length) == spec.marks.end()) {
+      spec.marks.push_back(run.train_length);
+    }
+  }
+  return spec;
+}
+
+int run_compare(const CompareCommandOptions& o) {
+  // 1. Every option, before any work: bad input writes nothing.
+  EvalSettings settings;
+  settings.method = parse_eval_method(o.method);
+  settings.precision = parse_precision(o.precision, "--precision");
+  settings.stride = o.stride;
+  settings.mem_len = o.mem_len;
+  settings.clamp_len = o.clamp_len;
+  settings.streams = o.streams;
+  settings.max_tokens = o.max_tokens;
+  if (o.run_dirs.empty()) throw InputError("txl compare needs at least one run directory");
+  if (o.checkpoint != "best" && o.checkpoint != "last") {
+    throw InputError("--checkpoint \"" + o.checkpoint + "\" is not valid; expected best or last");
+  }
+  if (!o.split.empty() && o.split != "valid" && o.split != "test") {
+    throw InputError("--split \"" + o.split + "\" is not valid; expected valid or test");
+  }
+  if (o.max_tokens < 0) throw InputError("--max-tokens must be >= 0, got " + std::to_string(o.max_tokens));
+  check_output_path(o.json_path, "--json");
+  check_output_path(o.plot_path, "--plot");
+  if (!o.plot_path.empty() && !ends_with_png(o.plot_path)) {
+    throw InputError("--plot " + o.plot_path + " must end in .png (an .svg is written next to it)");
+  }
+  const auto cli_lengths = o.lengths.empty() ? std::vector<int64_t>{} : parse_lengths(o.lengths, "--lengths");
+
+  // 2. The runs: complete, same vocabulary, same text to score.
+  std::vector<LoadedRun> runs;
+  for (const auto& dir : o.run_dirs) runs.push_back(load_run(dir, o.checkpoint));
+  for (size_t i = 1; i < runs.size(); ++i) {
+    if (runs[i].vocab.checksum() != runs[0].vocab.checksum()) {
+      throw InputError("runs " + o.run_dirs[0] + " and " + o.run_dirs[i] +
+                       " have different vocabularies (" + vocab_summary(runs[0]) + " vs " + vocab_summary(runs[i]) +
+                       "); compare needs runs trained with the same tokenizer on the same corpus");
+    }
+  }
+  const std::string split = o.split.empty() ? runs[0].config.eval.split : o.split;
+  const auto lengths = cli_lengths.empty() ? runs[0].config.eval.lengths : cli_lengths;
+  std::vector<bool> supported(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    supported[r] = settings.method != EvalMethod::kMemory || runs[r].model->has_memory();
+    if (!supported[r]) continue;
+    for (const int64_t length : lengths) {
+      check_eval_request(runs[r].model, make_eval_request(settings, length, runs[r].config.eval.batch_tokens));
+    }
+  }
+  if (std::none_of(supported.begin(), supported.end(), [](bool s) { return s; })) {
+    throw InputError("--method memory needs an encoding with memory; none of the runs has one (use nonoverlap or sliding)");
+  }
+  std::map<std::string, std::vector<int32_t>> splits;  // by data.dir: runs on one corpus share it
+  uint64_t checksum0 = 0;
+  EncodeStats stats;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto& dir = runs[r].config.data.dir;
+    if (!splits.count(dir)) splits[dir] = load_split(dir, split, runs[r].vocab, r == 0 ? &stats : nullptr);
+    const uint64_t sum = checksum_ids(splits[dir]);
+    if (r == 0) checksum0 = sum;
+    if (sum != checksum0) {
+      throw InputError("runs " + o.run_dirs[0] + " and " + o.run_dirs[r] + " would score different text: the " +
+                       split + " split of " + runs[0].config.data.dir + " differs from that of " + dir);
+    }
+  }
+  set_threads(o.threads);
+
+  // 3. Evaluate (or reuse each run's cached results).
+  Comparison c;
+  c.data_dir = runs[0].config.data.dir;
+  c.corpus = run_name(c.data_dir);
+  c.split = split;
+  c.tokenizer = to_string(runs[0].config.data.tokenizer);
+  c.method = to_string(settings.method);
+  c.lengths = lengths;
+  c.per_position = o.per_position;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    auto& run = runs[r];
+    CompareRun cr;
+    cr.dir = o.run_dirs[r];
+    cr.name = run_name(cr.dir);
+    cr.encoding = to_string(run.config.model.pos_encoding);
+    cr.train_length = run.config.train.tgt_len;
+    cr.checkpoint_step = run.state.step;
+    cr.supported = supported[r];
+    CachedEvaluator evaluator(run, o.checkpoint, split, splits[run.config.data.dir], !o.no_cache);
+    cr.checkpoint = evaluator.subject().checkpoint;
+    if (cr.supported) {
+      for (const int64_t length : lengths) {
+        bool cached = false;
+        cr.results.push_back(
+            evaluator.evaluate(make_eval_request(settings, length, run.config.eval.batch_tokens), &cached));
+        cr.cached.push_back(cached);
+        fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
+                   cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");
+      }
+    }
+    c.runs.push_back(std::move(cr));
+  }
+
+  // 4. Table and JSON first, so a missing plotting tool loses nothing.
+  fmt::print("{}", format_comparison_table(c));
+  if (stats.unknown > 0) {
+    fmt::print("note: {} of {} tokens in {} are not in the runs' vocabulary and were scored as <unk>\n",
+               stats.unknown, stats.tokens, split);
+  }
+  if (!o.json_path.empty()) {
+    write_file_atomic(o.json_path, comparison_to_json(c).dump(2) + "\n");
+    fmt::print("wrote {}\n", o.json_path);
+  }
+  if (!o.plot_path.empty()) {
+    const std::string svg = fs::path(o.plot_path).replace_extension(".svg").string();
+    write_plot(make_plot_spec(c), o.plot_path, svg);
+    fmt::print("wrote {} and {}\n", o.plot_path, svg);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void setup_compare(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<CompareCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "compare", "Evaluate several runs on the same tokens and compare them side by side (table, JSON, plot)");
+  cmd->add_option("runs", o->run_dirs, "Run directories written by txl train (same vocabulary)")->required();
+  cmd->add_option("--split", o->split, "valid or test (default: the first run's eval.split)");
+  cmd->add_option("--lengths", o->lengths, "Comma-separated lengths (default: the first run's eval.lengths)");
+  cmd->add_option("--method", o->method, "nonoverlap | sliding | memory");
+  cmd->add_option("--stride", o->stride, "sliding: window advance (default L/2)");
+  cmd->add_option("--mem-len", o->mem_len, "memory: memory length (default: the evaluated length)");
+  cmd->add_option("--streams", o->streams, "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)");
+  cmd->add_option("--clamp-len", o->clamp_len, "relative: cap distances (default: each run's model.clamp_len)");
+  cmd->add_option("--max-tokens", o->max_tokens, "Score at most this many tokens (0 = the whole split)");
+  cmd->add_option("--checkpoint", o->checkpoint, "best or last");
+  cmd->add_option("--precision", o->precision, "fp32 or bf16");
+  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
+  cmd->add_flag("--per-position", o->per_position, "Also show mean NLL per position inside the window");
+  cmd->add_flag("--no-cache", o->no_cache, "Evaluate again even when a run's eval-cache holds the result (and refresh it)");
+  cmd->add_option("--json", o->json_path, "Also write the comparison as JSON to this file");
+  cmd->add_option("--plot", o->plot_path, "Draw perplexity against length into this .png (and .svg) with gnuplot");
+  cmd->callback([o, &exit_code] { exit_code = run_compare(*o); });
+}
+
+}  // namespace txl

@@ -1,0 +1,143 @@
+// txl sample --run DIR [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
+//
+// Out-of-vocabulary prompts: word runs map unknown words to <unk> and say so on stderr;
+// char runs refuse (exit 2) and name the characters, because a character the model never
+// saw has no embedding worth conditioning on, and silently replacing it would change the
+// prompt's meaning one character at a time.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/cli/commands.h"
+#include "txl/data/tokenizer.h"
+#include "txl/data/utf8.h"
+#include "txl/model/sampling.h"
+#include "txl/platform/runtime.h"
+#include "txl/train/run_dir.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+struct SampleCommandOptions {
+  std::string run_dir;
+  std::string prompt;
+  std::string checkpoint = "best";
+  int64_t tokens = 200;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  uint64_t seed = 1;
+  int64_t context = 0;
+  int64_t threads = 0;
+};
+
+std::string code_point_name(const std::string& ch) {
+  size_t pos = 0;
+  const char32_t cp = next_code_point(ch, &pos, "--prompt");
+  if (ch == "\n") return "'\\n' (U+000A)";
+  return fmt::format("'{}' (U+{:04X})", ch, static_cast<uint32_t>(cp));
+}
+
+// Prompt text -> ids. Word prompts get no trailing <eos> unless the text ends a line.
+std::vector<int64_t> encode_prompt(const std::string& prompt, const Vocab& vocab) {
+  auto pieces = split_tokens(prompt, vocab.kind(), "--prompt");
+  if (vocab.kind() == TokenizerKind::kWord && !pieces.empty() && pieces.back() == kEosToken &&
+      (prompt.empty() || prompt.back() != '\n')) {
+    pieces.pop_back();
+  }
+  std::vector<int64_t> ids;
+  std::vector<std::string> unknown;
+  for (const auto& p : pieces) {
+    if (!vocab.contains(p) && p != kUnkToken) {
+      if (std::find(unknown.begin(), unknown.end(), p) == unknown.end()) unknown.push_back(p);
+    }
+    ids.push_back(vocab.id(p));
+  }
+  if (!unknown.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      list += (i ? ", " : "") + (vocab.kind() == TokenizerKind::kChar ? code_point_name(unknown[i])
+                                                                     : "\"" + unknown[i] + "\"");
+    }
+    if (vocab.kind() == TokenizerKind::kChar) {
+      throw InputError("--prompt has characters outside the run's vocabulary: " + list +
+                       "; the model never saw them in training. Remove or replace them");
+    }
+    fmt::print(stderr, "note: {} prompt word(s) are not in the run's vocabulary and were mapped to <unk>: {}\n",
+               unknown.size(), list);
+  }
+  return ids;
+}
+
+// The token generation starts from when the prompt is empty: the start of a line.
+int64_t start_token(const Vocab& vocab) {
+  if (vocab.kind() == TokenizerKind::kWord) return vocab.id(kEosToken);
+  if (vocab.contains("\n")) return vocab.id("\n");
+  return vocab.unk_id() == 0 && vocab.size() > 1 ? 1 : 0;  // the most frequent token
+}
+
+int run_sample(const SampleCommandOptions& o) {
+  if (o.checkpoint != "best" && o.checkpoint != "last") {
+    throw InputError("--checkpoint \"" + o.checkpoint + "\" is not valid; expected best or last");
+  }
+  if (o.tokens < 1) throw InputError("--tokens must be a positive integer, got " + std::to_string(o.tokens));
+  if (!(o.temperature > 0.0) || !std::isfinite(o.temperature)) {
+    throw InputError(fmt::format("--temperature must be a number > 0, got {}", o.temperature));
+  }
+  if (o.top_k < 0) throw InputError("--top-k must be >= 0 (0 = the whole vocabulary), got " + std::to_string(o.top_k));
+  if (o.context < 0) throw InputError("--context must be >= 1 (0 = the default), got " + std::to_string(o.context));
+  check_utf8(o.prompt, "--prompt");
+  auto run = load_run(o.run_dir, o.checkpoint);
+  auto prompt = encode_prompt(o.prompt, run.vocab);
+  set_threads(o.threads);
+
+  const auto& t = run.config.train;
+  const bool memory = run.model->has_memory();
+  SamplingOptions options;
+  options.tokens = o.tokens;
+  options.temperature = o.temperature;
+  options.top_k = o.top_k;
+  options.seed = o.seed;
+  options.chunk = t.tgt_len;
+  // Default context: the most a query saw in training, so no unseen distance or position
+  // comes up. Memory: tgt_len + mem_len - 1 earlier tokens. Absolute: windows of tgt_len.
+  options.context = o.context > 0 ? o.context : memory ? std::max<int64_t>(1, t.tgt_len + t.mem_len - 1) : t.tgt_len;
+  const bool empty_prompt = prompt.empty();
+  if (empty_prompt) prompt.push_back(start_token(run.vocab));
+  fmt::print(stderr, "sampling {} tokens from {} ({}, {} step {}) | {} {} | temperature {} | top-k {} | seed {}\n",
+             o.tokens, o.run_dir, to_string(run.config.model.pos_encoding), o.checkpoint, run.state.step,
+             memory ? "memory" : "window", options.context, o.temperature, o.top_k, o.seed);
+
+  const auto ids = sample_tokens(run.model, prompt, options);
+  std::string text = decode(ids, run.vocab);
+  if (run.vocab.kind() == TokenizerKind::kWord && !o.prompt.empty() && o.prompt.back() != '\n' &&
+      o.prompt.back() != ' ' && !text.empty() && text.front() != '\n') {
+    text = " " + text;
+  }
+  fmt::print("{}{}\n", o.prompt, text);
+  return 0;
+}
+
+}  // namespace
+
+void setup_sample(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SampleCommandOptions>();
+  auto* cmd = app.add_subcommand("sample", "Generate text from a trained run");
+  cmd->add_option("--run", o->run_dir, "Run directory written by txl train")->required();
+  cmd->add_option("--prompt", o->prompt, "Text to continue (UTF-8; default: start of a line)");
+  cmd->add_option("--tokens", o->tokens, "Tokens to generate (default 200)");
+  cmd->add_option("--temperature", o->temperature, "Softmax temperature, > 0 (default 1)");
+  cmd->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (0 = all, default)");
+  cmd->add_option("--seed", o->seed, "Random seed; the same seed gives the same text (default 1)");
+  cmd->add_option("--context", o->context,
+                  "Context in tokens: memory kept (relative) or window (absolute); default: the longest context "
+                  "seen in training");
+  cmd->add_option("--checkpoint", o->checkpoint, "best or last");
+  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
+  cmd->callback([o, &exit_code] { exit_code = run_sample(*o); });
+}
+
+}  // namespace txl

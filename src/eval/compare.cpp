@@ -1,0 +1,162 @@
+#include "txl/eval/compare.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/eval/report.h"
+
+namespace txl {
+
+namespace {
+
+nlohmann::json maybe(bool valid, double value) { return valid ? nlohmann::json(value) : nlohmann::json(); }
+
+// Pads or keeps `s` to `width` display columns, counting UTF-8 code points, not bytes.
+std::string pad_left(const std::string& s, size_t width) {
+  size_t cols = 0;
+  for (unsigned char ch : s) cols += (ch & 0xC0) != 0x80;
+  return cols >= width ? s : std::string(width - cols, ' ') + s;
+}
+
+std::string cell(const Comparison& c, const CompareRun& run, size_t i) {
+  if (!run.supported) return "n/a";
+  const auto& e = run.results[i];
+  const auto ci = mean_nll_interval(e, c.bootstrap);
+  std::string s = fmt::format("{:.3f}", e.ppl());
+  if (ci.valid) s += fmt::format(" [{:.3f},{:.3f}]", std::exp(ci.lo), std::exp(ci.hi));
+  if (c.tokenizer == "char") s += fmt::format(" {:.4f}", e.bpc());
+  s += e.length == run.train_length ? " *" : "  ";
+  return s;
+}
+
+}  // namespace
+
+bool has_paired(const Comparison& c) {
+  return c.runs.size() == 2 && c.runs[0].supported && c.runs[1].supported;
+}
+
+PairedDifference paired_at(const Comparison& c, size_t i) {
+  return paired_difference(c.runs[0].results.at(i), c.runs[1].results.at(i), c.bootstrap);
+}
+
+nlohmann::json comparison_to_json(const Comparison& c) {
+  const bool chars = c.tokenizer == "char";
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& run : c.runs) {
+    nlohmann::json results = nlohmann::json::array();
+    for (size_t i = 0; i < run.results.size(); ++i) {
+      auto row = summary_to_json(run.results[i], chars, c.bootstrap);
+      row["cached"] = i < run.cached.size() && run.cached[i];
+      if (c.per_position) row["per_position"] = per_position_to_json(run.results[i]);
+      results.push_back(row);
+    }
+    runs.push_back({{"name", run.name},
+                    {"dir", run.dir},
+                    {"encoding", run.encoding},
+                    {"train_length", run.train_length},
+                    {"checkpoint", run.checkpoint},
+                    {"checkpoint_step", run.checkpoint_step},
+                    {"supported", run.supported},
+                    {"results", results}});
+  }
+  nlohmann::json j = {{"corpus", c.corpus}, {"data_dir", c.data_dir}, {"split", c.split},
+                      {"tokenizer", c.tokenizer}, {"method", c.method}, {"lengths", c.lengths},
+                      {"interval", to_json(c.bootstrap)}, {"runs", runs}};
+  if (has_paired(c)) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < c.lengths.size(); ++i) {
+      const auto d = paired_at(c, i);
+      rows.push_back({{"length", c.lengths[i]},
+                      {"tokens", d.tokens},
+                      {"windows", d.windows},
+                      {"mean_nll_diff", d.mean_diff},
+                      {"diff_lo", maybe(d.diff.valid, d.diff.lo)},
+                      {"diff_hi", maybe(d.diff.valid, d.diff.hi)},
+                      {"ppl_ratio", d.ppl_ratio()},
+                      {"ratio_lo", maybe(d.diff.valid, std::exp(d.diff.lo))},
+                      {"ratio_hi", maybe(d.diff.valid, std::exp(d.diff.hi))}});
+    }
+    j["paired"] = {{"a", c.runs[0].name}, {"b", c.runs[1].name}, {"rows", rows}};
+  }
+  return j;
+}
+
+std::string format_comparison_table(const Comparison& c) {
+  const bool chars = c.tokenizer == "char";
+  std::string out = fmt::format("compare | corpus {} ({}) | {} split | method {}\n", c.corpus, c.data_dir,
+                                c.split, c.method);
+  // Settings that are the same for every run and differ per length (stride, memory).
+  const CompareRun* any = nullptr;
+  for (const auto& run : c.runs) {
+    if (run.supported) {
+      any = &run;
+      break;
+    }
+  }
+  if (any && !any->results.empty()) out += "method " + describe_method(any->results.front()) + "\n";
+  for (const auto& run : c.runs) {
+    out += fmt::format("  {}: {} encoding, trained at length {}, {} step {}{}\n", run.name, run.encoding,
+                       run.train_length, run.checkpoint, run.checkpoint_step,
+                       run.supported ? "" : " (n/a: method memory needs an encoding with memory)");
+  }
+
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::string>> cells(c.lengths.size());
+  for (const auto& run : c.runs) headers.push_back(fmt::format("{} ({})", run.name, run.encoding));
+  std::vector<size_t> widths(c.runs.size());
+  for (size_t r = 0; r < c.runs.size(); ++r) {
+    widths[r] = headers[r].size();
+    for (size_t i = 0; i < c.lengths.size(); ++i) {
+      cells[i].push_back(cell(c, c.runs[r], i));
+      widths[r] = std::max(widths[r], cells[i].back().size());
+    }
+  }
+  const bool paired = has_paired(c);
+  std::string head = fmt::format("{:>8} {:>12} {:>10}", "length", "setting", "tokens");
+  for (size_t r = 0; r < c.runs.size(); ++r) head += " | " + pad_left(headers[r], widths[r]);
+  if (paired) head += fmt::format(" | {:>31} {:>25}", "nll/token a-b [95% interval]", "ppl a/b [95% interval]");
+  out += head + "\n";
+  for (size_t i = 0; i < c.lengths.size(); ++i) {
+    std::string setting = "-";
+    int64_t tokens = 0;
+    if (any) {
+      setting = method_setting(any->results[i]);
+      tokens = any->results[i].tokens;
+    }
+    std::string line = fmt::format("{:>8} {:>12} {:>10}", c.lengths[i], setting, tokens);
+    for (size_t r = 0; r < c.runs.size(); ++r) line += " | " + pad_left(cells[i][r], widths[r]);
+    if (paired) {
+      const auto d = paired_at(c, i);
+      const std::string diff =
+          d.diff.valid ? fmt::format("{:+.4f} [{:+.4f},{:+.4f}]", d.mean_diff, d.diff.lo, d.diff.hi)
+                       : fmt::format("{:+.4f} [n/a]", d.mean_diff);
+      const std::string ratio =
+          d.diff.valid ? fmt::format("{:.3f} [{:.3f},{:.3f}]", d.ppl_ratio(), std::exp(d.diff.lo), std::exp(d.diff.hi))
+                       : fmt::format("{:.3f} [n/a]", d.ppl_ratio());
+      line += fmt::format(" | {:>31} {:>25}", diff, ratio);
+    }
+    out += line + "\n";
+  }
+  out += fmt::format("cells: ppl [95% interval]{} ; * = the run's training length\n", chars ? " bpc" : "");
+  out += "ppl = exp(total NLL / tokens scored); every run scores the same tokens in the same windows\n";
+  out += "intervals: " + describe(c.bootstrap);
+  if (paired) {
+    out += fmt::format("; a-b is paired over the same windows (a = {}, b = {}); an interval that excludes 0 "
+                       "(ratio 1) means the difference is not resampling noise",
+                       c.runs[0].name, c.runs[1].name);
+  }
+  out += "\n";
+  if (c.per_position && any && !any->results.empty()) {
+    out += per_position_heading(any->results.front().method);
+    for (const auto& run : c.runs) {
+      if (!run.supported) continue;
+      out += fmt::format(" {}:\n", run.name);
+      for (const auto& e : run.results) out += format_per_position(e) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace txl

@@ -1,0 +1,198 @@
+#include "txl/eval/plot.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/util/fs.h"
+
+extern char** environ;
+
+namespace txl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A gnuplot double-quoted string: backslash and quote escaped.
+std::string gp_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Removes a temporary directory on every exit path.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "txl-plot-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary directory for the plot");
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::string find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + program;
+    if (is_regular_file(candidate) && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, const std::string& png_path,
+                           const std::string& svg_path) {
+  double ymin = 0, ymax = 0;
+  bool first = true;
+  int64_t xmin = 0, xmax = 0;
+  std::vector<int64_t> xs;
+  for (const auto& s : spec.series) {
+    for (size_t i = 0; i < s.y.size(); ++i) {
+      const double lo = s.lo.empty() ? s.y[i] : s.lo[i], hi = s.hi.empty() ? s.y[i] : s.hi[i];
+      ymin = first ? lo : std::min(ymin, lo);
+      ymax = first ? hi : std::max(ymax, hi);
+      xmin = first ? s.x[i] : std::min(xmin, s.x[i]);
+      xmax = first ? s.x[i] : std::max(xmax, s.x[i]);
+      first = false;
+      xs.push_back(s.x[i]);
+    }
+  }
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  const bool log_y = ymin > 0 && ymax / ymin > 10.0;
+
+  std::string s;
+  s += "set encoding utf8\n";
+  s += "set termoption noenhanced\n";
+  s += fmt::format("set title {}\n", gp_quote(spec.title));
+  s += fmt::format("set xlabel {}\n", gp_quote(spec.xlabel));
+  s += fmt::format("set ylabel {}\n", gp_quote(spec.ylabel + (log_y ? " (log scale)" : "")));
+  s += "set logscale x 2\n";
+  if (log_y) s += "set logscale y 10\n";
+  // Ticks exactly at the evaluated lengths, with some room on both sides of them.
+  std::string tics;
+  for (size_t i = 0; i < xs.size(); ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", xs[i], xs[i]);
+  if (!xs.empty()) {
+    s += fmt::format("set xtics ({})\n", tics);
+    s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(xmin) / 1.4, static_cast<double>(xmax) * 1.4);
+  }
+  s += "set grid xtics ytics lc rgb '#dddddd'\n";
+  // Outside the plot area: a legend inside would cover the lines wherever they happen to run.
+  s += "set key outside right top vertical box\n";
+  s += "set tmargin 5\n";
+  s += "set key title \"bars: 95% interval\"\n";
+  for (const auto m : spec.marks) {
+    s += fmt::format("set arrow from {}, graph 0 to {}, graph 1 nohead dashtype 2 lw 1.5 lc rgb '#555555'\n", m, m);
+    std::string text = spec.mark_label;
+    const auto at = text.find("{}");
+    if (at != std::string::npos) text.replace(at, 2, std::to_string(m));
+    // Above the plot area, where no line or error bar can hide it.
+    s += fmt::format("set label {} at {}, graph 1 center offset 0,0.8 tc rgb '#555555'\n", gp_quote(text), m);
+  }
+  std::string plot = "plot ";
+  for (size_t i = 0; i < spec.series.size(); ++i) {
+    const bool bars = !spec.series[i].lo.empty();
+    plot += fmt::format("{}{} index {} using 1:2{} with {} lw 2 pt 7 ps 1 title {}", i ? ", \\\n     " : "",
+                        gp_quote(data_path), i, bars ? ":3:4" : "", bars ? "yerrorlines" : "linespoints",
+                        gp_quote(spec.series[i].label));
+  }
+  plot += "\n";
+  s += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+       "  set terminal pngcairo size 1100,700 font 'sans,12' noenhanced\n"
+       "} else {\n"
+       "  set terminal png size 1100,700 noenhanced\n"
+       "}\n";
+  s += fmt::format("set output {}\n", gp_quote(png_path));
+  s += plot;
+  s += "set output\n";
+  if (!svg_path.empty()) {
+    s += "set terminal svg size 1100,700 dynamic font 'sans,12' noenhanced\n";
+    s += fmt::format("set output {}\n", gp_quote(svg_path));
+    s += plot;
+    s += "set output\n";
+  }
+  return s;
+}
+
+void write_plot(const PlotSpec& spec, const std::string& png_path, const std::string& svg_path) {
+  const std::string gnuplot = find_on_path("gnuplot");
+  if (gnuplot.empty()) {
+    throw PlotToolMissing(
+        "cannot draw " + png_path + ": gnuplot is not installed (not found on PATH). Install it with "
+        "`sudo apt-get install gnuplot-nox` and run again, or leave out --plot");
+  }
+  TempDir tmp;
+  const std::string data = tmp.path + "/data.dat", script = tmp.path + "/plot.gp", log = tmp.path + "/gnuplot.log";
+  const std::string tmp_png = tmp.path + "/plot.png", tmp_svg = svg_path.empty() ? "" : tmp.path + "/plot.svg";
+  {
+    // One data block per series; blocks are separated by two blank lines (gnuplot `index`).
+    std::ofstream out(data);
+    for (const auto& series : spec.series) {
+      out << "# " << series.label << "\n";
+      for (size_t i = 0; i < series.x.size(); ++i) {
+        out << series.x[i] << ' ' << fmt::format("{:.10g}", series.y[i]);
+        if (!series.lo.empty()) out << ' ' << fmt::format("{:.10g} {:.10g}", series.lo[i], series.hi[i]);
+        out << '\n';
+      }
+      out << "\n\n";
+    }
+    std::ofstream(script) << gnuplot_script(spec, data, tmp_png, tmp_svg);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> argv = {const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script.c_str()), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + gnuplot + ": " + std::strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error("waiting for gnuplot failed");
+  }
+  const std::string messages = read_all(log);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !is_regular_file(tmp_png) ||
+      (!tmp_svg.empty() && !is_regular_file(tmp_svg))) {
+    throw std::runtime_error("gnuplot failed to draw " + png_path + ":\n" + messages);
+  }
+  write_file_atomic(png_path, read_all(tmp_png));
+  if (!tmp_svg.empty()) write_file_atomic(svg_path, read_all(tmp_svg));
+}
+
+}  // namespace txl

@@ -1,0 +1,211 @@
+#include "txl/model/kernels.h"
+
+#include <limits>
+#include <vector>
+
+#include <ATen/core/LegacyTypeDispatch.h>
+
+#include "txl/platform/parallel.h"
+
+namespace txl {
+
+namespace {
+
+// Storage offsets of every matrix of x's batch dimensions, in row-major batch order.
+std::vector<int64_t> matrix_offsets(const torch::Tensor& x) {
+  const int64_t batch_dims = x.dim() - 2;
+  int64_t count = 1;
+  for (int64_t d = 0; d < batch_dims; ++d) count *= x.size(d);
+  std::vector<int64_t> offsets(static_cast<size_t>(count), x.storage_offset());
+  int64_t repeat = count;
+  for (int64_t d = 0; d < batch_dims; ++d) {
+    // The index along dimension d is constant over blocks of repeat / size(d) matrices.
+    const int64_t block = repeat / x.size(d);
+    for (int64_t i = 0; i < count; ++i) {
+      offsets[static_cast<size_t>(i)] += ((i / block) % x.size(d)) * x.stride(d);
+    }
+    repeat = block;
+  }
+  return offsets;
+}
+
+// The raw product, no autograd. a: [*, m, k], b: [*, k, n] with equal batch shapes.
+torch::Tensor parallel_bmm(const torch::Tensor& a_in, const torch::Tensor& b_in) {
+  const auto a = a_in.detach();
+  const auto b = b_in.detach();
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  auto out_sizes = a.sizes().vec();
+  out_sizes.back() = n;
+  auto out = torch::empty(out_sizes, a.options());                                  // [*, m, n]
+  const auto oa = matrix_offsets(a), ob = matrix_offsets(b), oc = matrix_offsets(out);
+  const int64_t count = static_cast<int64_t>(oa.size());
+  parallel_chunks(count, 1, [&](int64_t begin, int64_t end) {
+    // Below autograd: these per-matrix views need no graph and skip its bookkeeping.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    for (int64_t i = begin; i < end; ++i) {
+      const auto s = static_cast<size_t>(i);
+      auto c = out.as_strided({m, n}, {out.stride(-2), out.stride(-1)}, oc[s]);
+      at::mm_out(c, a.as_strided({m, k}, {a.stride(-2), a.stride(-1)}, oa[s]),
+                 b.as_strided({k, n}, {b.stride(-2), b.stride(-1)}, ob[s]));
+    }
+  });
+  return out;
+}
+
+// a and b expanded to their common (broadcast) batch shape.
+std::pair<torch::Tensor, torch::Tensor> broadcast_batch(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+  auto a_shape = batch;
+  a_shape.insert(a_shape.end(), {a.size(-2), a.size(-1)});
+  auto b_shape = batch;
+  b_shape.insert(b_shape.end(), {b.size(-2), b.size(-1)});
+  return {a.expand(a_shape), b.expand(b_shape)};
+}
+
+class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a,
+                               const torch::Tensor& b) {
+    ctx->save_for_backward({a, b});
+    auto [ae, be] = broadcast_batch(a, b);
+    return parallel_bmm(ae, be);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& a = saved[0];
+    const auto& b = saved[1];
+    const auto& g = grads[0];                                                       // [*, m, n]
+    auto [ae, be] = broadcast_batch(a, b);
+    torch::Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) grad_a = parallel_bmm(g, be.transpose(-1, -2)).sum_to_size(a.sizes());
+    if (ctx->needs_input_grad(1)) grad_b = parallel_bmm(ae.transpose(-1, -2), g).sum_to_size(b.sizes());
+    return {grad_a, grad_b};
+  }
+};
+
+// SplitMix64's output function (Steele, Lea, Flood 2014) applied to seed + index: a
+// counter-based generator, so any split of the index range gives the same numbers.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// mask[i] = keep_value, or 0 with probability drop_below / 2^32 and, with a gate, wherever
+// gate[i] <= 0 (ReLU folded in).
+template <typename T>
+void fill_keep_mask(T* mask, const T* gate, int64_t numel, uint64_t seed, uint32_t drop_below, T keep_value) {
+  const int64_t pairs = (numel + 1) / 2;
+  parallel_chunks(pairs, 1 << 14, [&](int64_t begin, int64_t end) {
+    const T zero(0.0f);
+    for (int64_t p = begin; p < end; ++p) {
+      // One 64-bit draw gives two 32-bit uniforms: elements 2p and 2p + 1.
+      const uint64_t r = mix64(seed + static_cast<uint64_t>(p) * 0x9E3779B97F4A7C15ull);
+      const int64_t i = 2 * p;
+      bool keep0 = static_cast<uint32_t>(r) >= drop_below;
+      bool keep1 = static_cast<uint32_t>(r >> 32) >= drop_below;
+      if (gate != nullptr) {
+        keep0 = keep0 && static_cast<float>(gate[i]) > 0.0f;
+        if (i + 1 < numel) keep1 = keep1 && static_cast<float>(gate[i + 1]) > 0.0f;
+      }
+      mask[i] = keep0 ? keep_value : zero;
+      if (i + 1 < numel) mask[i + 1] = keep1 ? keep_value : zero;
+    }
+  });
+}
+
+// The scaled keep mask for x ([same shape], contiguous, x's dtype), gated by x > 0 when
+// `relu`; undefined for dtypes without a kernel.
+torch::Tensor keep_mask(const torch::Tensor& x, double p, bool relu) {
+  // One draw from LibTorch's generator seeds this call's counter-based stream.
+  const auto seed = static_cast<uint64_t>(
+      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong).item<int64_t>());
+  const auto drop_below = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
+  const float keep = static_cast<float>(1.0 / (1.0 - p));
+  auto mask = torch::empty(x.sizes(), x.options().requires_grad(false));
+  const auto gate = relu ? x.detach().contiguous() : torch::Tensor();
+  if (mask.scalar_type() == torch::kFloat32) {
+    fill_keep_mask<float>(mask.data_ptr<float>(), relu ? gate.data_ptr<float>() : nullptr, mask.numel(), seed,
+                          drop_below, keep);
+  } else if (mask.scalar_type() == torch::kBFloat16) {
+    fill_keep_mask<at::BFloat16>(mask.data_ptr<at::BFloat16>(), relu ? gate.data_ptr<at::BFloat16>() : nullptr,
+                                 mask.numel(), seed, drop_below, at::BFloat16(keep));
+  } else {
+    return torch::Tensor();
+  }
+  return mask;
+}
+
+class TokenNll : public torch::autograd::Function<TokenNll> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& targets) {
+    auto logp = torch::log_softmax(logits, 1, torch::kFloat32);                     // [N, V]
+    auto nll = logp.gather(1, targets.unsqueeze(1)).squeeze(1).neg();                // [N]
+    ctx->save_for_backward({logp, targets});
+    ctx->saved_data["dtype"] = static_cast<int64_t>(logits.scalar_type());
+    return nll;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& logp = saved[0];
+    const auto& targets = saved[1];
+    const auto g = grads[0].unsqueeze(1);                                            // [N, 1]
+    // d nll_i / d logit_ij = softmax_ij - [j == t_i]
+    auto grad = logp.exp().mul_(g);                                                  // [N, V]
+    grad.scatter_add_(1, targets.unsqueeze(1), -g);
+    const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
+    return {grad.to(dtype), torch::Tensor()};
+  }
+};
+
+// Rows per block of the gradient-free path: 256 x 10k-token vocabulary = 10 MB of float32.
+constexpr int64_t kNllRowBlock = 256;
+
+}  // namespace
+
+torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets) {
+  TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
+              "token_nll needs logits [N, V] and targets [N], got ", logits.sizes(), " and ", targets.sizes());
+  if (torch::GradMode::is_enabled() && logits.requires_grad()) return TokenNll::apply(logits, targets);
+  const int64_t rows = logits.size(0);
+  auto nll = torch::empty({rows}, logits.options().dtype(torch::kFloat32));         // [N]
+  for (int64_t start = 0; start < rows; start += kNllRowBlock) {
+    const int64_t n = std::min(kNllRowBlock, rows - start);
+    auto logp = torch::log_softmax(logits.narrow(0, start, n), 1, torch::kFloat32);  // [n, V]
+    nll.narrow(0, start, n).copy_(logp.gather(1, targets.narrow(0, start, n).unsqueeze(1)).squeeze(1).neg());
+  }
+  return nll;
+}
+
+torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  TORCH_CHECK(a.dim() >= 3 && b.dim() >= 3, "batched_matmul needs batched matrices, got ", a.sizes(), " and ",
+              b.sizes());
+  TORCH_CHECK(a.size(-1) == b.size(-2), "batched_matmul: inner sizes differ, ", a.sizes(), " @ ", b.sizes());
+  int64_t count = 1;
+  for (auto s : at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2))) count *= s;
+  if (a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 || count < at::get_num_threads()) {
+    return torch::matmul(a, b);
+  }
+  return BatchedMatmul::apply(a, b);
+}
+
+torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0.0 || x.numel() == 0) return x;
+  TORCH_CHECK(p < 1.0, "dropout probability must be below 1, got ", p);
+  auto mask = keep_mask(x, p, /*relu=*/false);
+  return mask.defined() ? x * mask : torch::dropout(x, p, training);
+}
+
+torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0.0 || x.numel() == 0) return torch::relu(x);
+  TORCH_CHECK(p < 1.0, "dropout probability must be below 1, got ", p);
+  auto mask = keep_mask(x, p, /*relu=*/true);
+  return mask.defined() ? x * mask : torch::dropout(torch::relu(x), p, training);
+}
+
+}  // namespace txl

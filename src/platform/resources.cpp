@@ -1,0 +1,31 @@
+#include "txl/platform/resources.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace txl {
+
+double peak_rss_mb() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0.0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+double process_cpu_seconds() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0.0;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double current_rss_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long long total_pages = 0, resident_pages = 0;
+  if (!(statm >> total_pages >> resident_pages)) return 0.0;
+  return static_cast<double>(resident_pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
+}
+
+}  // namespace txl

@@ -1,0 +1,130 @@
+// End-to-end tests of `txl bench` (TXL_BINARY) on a tiny config: the JSON report has every
+// documented field with sane values, the FLOP count follows the stated formula, and bad
+// options are usage errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "txl_cli.h"
+
+namespace txl {
+namespace {
+
+using cli_test::run_txl;
+using cli_test::scratch_dir;
+using cli_test::slurp;
+using cli_test::write_text;
+
+// 1 layer, d_model 16 = 2 heads x 8, d_inner 32; batch 2 x 8 tokens with 8 of memory.
+// No data.dir: bench reads no corpus.
+const char* const kTinyConfig = R"({
+  "model": { "pos_encoding": "relative", "n_layer": 1, "d_model": 16, "n_head": 2, "d_head": 8,
+             "d_inner": 32, "dropout": 0.1 },
+  "train": { "tgt_len": 8, "mem_len": 8, "batch_size": 2 }
+})";
+constexpr double kVocab = 50;
+
+std::string tiny_config(const std::string& dir) {
+  const std::string path = dir + "/tiny.json";
+  write_text(path, kTinyConfig);
+  return path;
+}
+
+void expect_positive(const nlohmann::json& j, const std::string& key) {
+  ASSERT_TRUE(j.contains(key)) << "missing key " << key << " in " << j.dump();
+  ASSERT_TRUE(j.at(key).is_number()) << key << " = " << j.at(key);
+  const double v = j.at(key).get<double>();
+  EXPECT_TRUE(std::isfinite(v) && v > 0) << key << " = " << v;
+}
+
+TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
+  const auto dir = scratch_dir("bench");
+  const auto json_path = dir + "/bench.json";
+  const auto r = run_txl({"bench", "--config", tiny_config(dir), "--steps", "2", "--warmup", "1", "--vocab", "50",
+                          "--threads", "1", "--long-length", "32", "--json", json_path});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j.at("precision"), "fp32");
+  EXPECT_EQ(j.at("threads"), 1);
+  for (const auto* key : {"threads", "train_tokens_per_s", "eval_tokens_per_s", "ms_per_step", "peak_rss_mb",
+                          "flops_per_token", "achieved_gflops", "gemm_peak_gflops", "mfu", "eval_flops_per_token",
+                          "parameters"}) {
+    expect_positive(j, key);
+  }
+  // Self-consistency: the reported rates follow from one another.
+  const double tokens_per_step = 2 * 8;
+  EXPECT_NEAR(j.at("train_tokens_per_s").get<double>(), tokens_per_step / (j.at("ms_per_step").get<double>() / 1000.0),
+              1e-6 * j.at("train_tokens_per_s").get<double>());
+  EXPECT_NEAR(j.at("mfu").get<double>(), j.at("achieved_gflops").get<double>() / j.at("gemm_peak_gflops").get<double>(),
+              1e-9);
+  EXPECT_NE(j.at("flops_formula").get<std::string>().find("6*(N + attn + pos)"), std::string::npos);
+
+  ASSERT_TRUE(j.contains("long_window") && j.at("long_window").is_array()) << j.dump();
+  ASSERT_EQ(j.at("long_window").size(), 3u);
+  std::vector<std::string> encodings;
+  for (const auto& w : j.at("long_window")) {
+    encodings.push_back(w.at("pos_encoding").get<std::string>());
+    EXPECT_EQ(w.at("length"), 32);
+    expect_positive(w, "eval_ms");
+    expect_positive(w, "peak_rss_mb");
+    EXPECT_GE(w.at("growth_mb").get<double>(), 0.0);
+  }
+  EXPECT_EQ(encodings, (std::vector<std::string>{"relative", "absolute", "relative_learned"}));
+  // The human-readable report states the formula too.
+  EXPECT_NE(r.out.find("flops/token"), std::string::npos) << r.out;
+}
+
+// The count stated in bench.h, recomputed here for the tiny relative model:
+// L=1 C=16 H=2 D=8 F=32 V=50 B=2 Q=8 M=8 K=16.
+TEST(Bench, FlopsPerTokenFollowTheStatedFormula) {
+  const double L = 1, C = 16, H = 2, D = 8, F = 32, V = kVocab, B = 2, Q = 8, M = 8, K = M + Q;
+  const double n = L * (4 * C * H * D + 2 * C * F) + C * V;
+  const double attn = L * 2 * H * D * K, pos = L * H * D * K, kv_mem = L * 2 * C * H * D * M / Q;
+  const double proj = L * K * C * H * D / (B * Q);
+  const double train = 6 * (n + attn + pos) + 4 * kv_mem + 4 * proj;
+  const double eval = 2 * (n + attn + pos + kv_mem + proj);
+
+  const auto dir = scratch_dir("flops");
+  const auto json_path = dir + "/bench.json";
+  const auto r = run_txl({"bench", "--config", tiny_config(dir), "--steps", "1", "--warmup", "0", "--vocab", "50",
+                          "--threads", "1", "--long-length", "0", "--json", json_path});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_NEAR(j.at("flops_per_token").get<double>(), train, 1e-6 * train);
+  EXPECT_NEAR(j.at("eval_flops_per_token").get<double>(), eval, 1e-6 * eval);
+  EXPECT_NEAR(j.at("matmul_params").get<double>(), n, 1e-9);
+  EXPECT_FALSE(j.contains("long_window"));
+}
+
+TEST(Bench, Bf16ReportsItsOwnPrecisionAndPeak) {
+  const auto dir = scratch_dir("bf16");
+  const auto json_path = dir + "/bench.json";
+  const auto r = run_txl({"bench", "--config", tiny_config(dir), "--steps", "2", "--warmup", "1", "--vocab", "50",
+                          "--threads", "1", "--precision", "bf16", "--long-length", "0", "--json", json_path});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_EQ(j.at("precision"), "bf16");
+  expect_positive(j, "train_tokens_per_s");
+  expect_positive(j, "gemm_peak_gflops");
+  expect_positive(j, "mfu");
+}
+
+TEST(Bench, BadOptionsAreUsageErrors) {
+  const auto dir = scratch_dir("bad");
+  const auto config = tiny_config(dir);
+  auto r = run_txl({"bench", "--config", config, "--steps", "0"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--steps"), std::string::npos) << r.err;
+  r = run_txl({"bench", "--config", config, "--precision", "fp16"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--precision"), std::string::npos) << r.err;
+  r = run_txl({"bench", "--config", dir + "/missing.json"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  r = run_txl({"bench", "--config", config, "--set", "model.n_head=3"});
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
+}  // namespace
+}  // namespace txl

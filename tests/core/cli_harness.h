@@ -1,0 +1,201 @@
+// Helpers for end-to-end tests of the `txl` executable (TXL_BINARY): a tiny corpus and config
+// written into a temporary folder, running the binary with arguments and environment, and
+// reading metrics.jsonl back.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace txl::testing {
+
+namespace cli_fs = std::filesystem;
+
+// The folders fresh_dir made; removed when the whole test program passes, kept for
+// inspection when a test failed.
+class FreshDirCleanup : public ::testing::Environment {
+ public:
+  static std::vector<std::string>& dirs() {
+    static std::vector<std::string> made;
+    return made;
+  }
+  void TearDown() override {
+    if (::testing::UnitTest::GetInstance()->Failed()) return;
+    std::error_code ec;
+    for (const auto& dir : dirs()) cli_fs::remove_all(dir, ec);
+  }
+};
+inline ::testing::Environment* const kFreshDirCleanup =
+    ::testing::AddGlobalTestEnvironment(new FreshDirCleanup);
+
+// A fresh, empty folder under the test temp dir (removed first if a previous run left it).
+inline std::string fresh_dir(const std::string& name) {
+  const std::string dir =
+      ::testing::TempDir() + "/txl_cli_" + std::to_string(::getpid()) + "_" + name;
+  cli_fs::remove_all(dir);
+  cli_fs::create_directories(dir);
+  FreshDirCleanup::dirs().push_back(dir);
+  return dir;
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A small English-like character corpus: a few hundred characters of training text, so
+// that the tests' 40-step runs wrap around the training streams more than once.
+inline std::string write_tiny_corpus(const std::string& dir) {
+  cli_fs::create_directories(dir);
+  const std::string line = "the quick brown fox jumps over the lazy dog. ";
+  std::string train;
+  for (int i = 0; i < 7; ++i) train += line + (i % 2 ? "a cat sat.\n" : "birds sing at dawn.\n");
+  write_text(dir + "/train.txt", train);
+  write_text(dir + "/valid.txt", "the lazy cat jumps over the quick dog.\nbirds sat at dawn.\n");
+  write_text(dir + "/test.txt", "a quick brown dog sings at dawn.\n");
+  return dir;
+}
+
+// 1 layer, d_model 16, tgt_len 8, batch 2, relative encoding with memory, dropout on (so the
+// random stream matters), one thread (bit-for-bit repeatable), log every step.
+inline nlohmann::json tiny_config(const std::string& corpus_dir) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "model": {"pos_encoding": "relative", "n_layer": 1, "d_model": 16, "n_head": 2, "d_head": 8,
+              "d_inner": 32, "dropout": 0.1, "dropatt": 0.1},
+    "train": {"tgt_len": 8, "mem_len": 8, "batch_size": 2, "max_steps": 40, "lr": 0.003,
+              "warmup_steps": 5, "min_lr_ratio": 0.1, "log_interval": 1, "eval_interval": 10,
+              "threads": 1, "seed": 7},
+    "eval": {"lengths": [8], "batch_tokens": 64}
+  })");
+  j["data"] = {{"dir", corpus_dir}};
+  return j;
+}
+
+inline std::string write_config(const std::string& path, const nlohmann::json& config) {
+  write_text(path, config.dump(2));
+  return path;
+}
+
+struct CliResult {
+  int exit_code = -1;   // exit status, or 128 + signal when killed by one
+  std::string output;   // stdout and stderr together
+};
+
+// Starts TXL_BINARY with `args`; `env` holds extra "NAME=value" entries. Output goes to
+// `output_path`. Returns the child's pid.
+inline pid_t spawn_txl(const std::vector<std::string>& args, const std::string& output_path,
+                       const std::vector<std::string>& env = {}) {
+  // Everything the child needs is built before fork: after it only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("TXL_INJECT_", 0) == 0) continue;  // hooks only when a test asks for them
+    env_strings.push_back(entry);
+  }
+  for (const auto& e : env) env_strings.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string binary = TXL_BINARY;
+  std::vector<std::string> arg_strings = args;
+  std::vector<char*> argv = {binary.data()};
+  for (auto& a : arg_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(127);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+    ::execve(binary.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits for the child; kills it (and fails) after `timeout_s`.
+inline int wait_txl(pid_t pid, double timeout_s = 60.0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (true) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << "txl did not finish within " << timeout_s << " s";
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+inline CliResult run_txl(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  static int counter = 0;
+  const std::string out = ::testing::TempDir() + "/txl_cli_out_" + std::to_string(::getpid()) +
+                          "_" + std::to_string(counter++) + ".txt";
+  CliResult r;
+  r.exit_code = wait_txl(spawn_txl(args, out, env));
+  r.output = read_text(out);
+  cli_fs::remove(out);
+  return r;
+}
+
+inline std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// step -> training loss, from the progress lines of metrics.jsonl. A step logged twice is a
+// failure: a resumed run must not repeat steps.
+inline std::map<int64_t, double> read_losses(const std::string& run_dir) {
+  std::map<int64_t, double> losses;
+  for (const auto& j : read_metrics(run_dir)) {
+    if (!j.contains("loss")) continue;
+    const int64_t step = j.at("step").get<int64_t>();
+    EXPECT_EQ(losses.count(step), 0u) << "step " << step << " logged twice in " << run_dir;
+    losses[step] = j.at("loss").is_null() ? std::nan("") : j.at("loss").get<double>();
+  }
+  return losses;
+}
+
+// Counts lines of `path` that contain `needle` (progress lines in a growing log).
+inline int count_lines_with(const std::string& path, const std::string& needle) {
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+}  // namespace txl::testing

@@ -1,0 +1,247 @@
+// `txl eval` and `txl compare` end to end on tiny runs trained by the real CLI:
+//  - one aligned table + JSON for two runs, the same tokens for both, the paired
+//    difference over the same windows, a valid PNG and an SVG;
+//  - results are cached in RUN/eval-cache and reused; evaluation never modifies the
+//    checkpoint, config or vocabulary;
+//  - bad input is exit code 2 with a message naming the problem, and writes nothing;
+//  - a missing gnuplot is exit code 1 with the install hint, after the JSON is written.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/eval/cache.h"
+#include "txl/train/checkpoint.h"
+#include "txl_cli.h"
+
+namespace txl {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::run_txl;
+using cli_test::slurp;
+
+struct TwoRuns {
+  std::string dir, corpus, rel, abs;
+};
+
+// Two tiny char runs on one corpus, differing only in the encoding.
+TwoRuns train_two_runs(const std::string& name) {
+  TwoRuns t;
+  t.dir = cli_test::scratch_dir(name);
+  t.corpus = cli_test::write_corpus(t.dir + "/corpus", cli_test::tiny_english(300), cli_test::tiny_english(40, 1),
+                                   cli_test::tiny_english(40, 2));
+  t.rel = t.dir + "/rel";
+  t.abs = t.dir + "/abs";
+  cli_test::train_tiny_run(t.corpus, t.rel, "relative");
+  cli_test::train_tiny_run(t.corpus, t.abs, "absolute");
+  return t;
+}
+
+size_t count_files(const std::string& dir) {
+  if (!fs::exists(dir)) return 0;
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+std::map<std::string, uint64_t> run_state_checksums(const std::string& run) {
+  std::map<std::string, uint64_t> sums;
+  for (const char* f : {"config.json", "vocab.json", "checkpoint.pt", "best.pt"}) {
+    const auto path = run + "/" + f;
+    if (fs::exists(path)) sums[f] = checksum_file(path);
+  }
+  return sums;
+}
+
+TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
+  const auto t = train_two_runs("compare");
+  ASSERT_TRUE(fs::exists(t.rel + "/checkpoint.pt") && fs::exists(t.abs + "/checkpoint.pt"));
+  const auto rel_before = run_state_checksums(t.rel), abs_before = run_state_checksums(t.abs);
+
+  // eval first: its results land in the run's cache, and compare reuses them.
+  const auto eval_json = t.dir + "/eval.json";
+  const auto e = run_txl({"eval", "--run", t.rel, "--lengths", "8,16", "--per-position", "--json", eval_json});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("mean NLL per position"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("bootstrap"), std::string::npos) << e.out;
+  const auto ej = nlohmann::json::parse(slurp(eval_json));
+  ASSERT_EQ(ej["results"].size(), 2u);
+  EXPECT_EQ(ej["results"][0]["per_position"]["mean_nll"].size(), 8u);  // L = 8: one bucket per position
+  EXPECT_EQ(ej["results"][1]["per_position"]["mean_nll"].size(), 16u);
+  EXPECT_LT(ej["results"][0]["ppl_lo"].get<double>(), ej["results"][0]["ppl"].get<double>());
+  EXPECT_GT(ej["results"][0]["ppl_hi"].get<double>(), ej["results"][0]["ppl"].get<double>());
+  EXPECT_EQ(count_files(t.rel + "/eval-cache"), 2u);
+
+  const auto json = t.dir + "/cmp.json", png = t.dir + "/cmp.png", svg = t.dir + "/cmp.svg";
+  const auto c = run_txl({"compare", t.rel, t.abs, "--lengths", "8,16,32", "--json", json, "--plot", png});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("rel (relative)"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("abs (absolute)"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find(" *"), std::string::npos) << "training length 16 marked:\n" << c.out;
+  EXPECT_NE(c.out.find("a-b"), std::string::npos) << c.out;
+
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["method"], "nonoverlap");
+  EXPECT_EQ(j["corpus"], "corpus");
+  EXPECT_EQ(j["lengths"], (std::vector<int64_t>{8, 16, 32}));
+  ASSERT_EQ(j["runs"].size(), 2u);
+  const auto& rr = j["runs"][0]["results"];
+  const auto& ar = j["runs"][1]["results"];
+  ASSERT_EQ(rr.size(), 3u);
+  ASSERT_EQ(ar.size(), 3u);
+  EXPECT_EQ(j["runs"][0]["train_length"], 16);
+  EXPECT_EQ(j["runs"][1]["encoding"], "absolute");
+  EXPECT_TRUE(rr[0]["cached"].get<bool>()) << "length 8 was evaluated by txl eval before";
+  EXPECT_FALSE(rr[2]["cached"].get<bool>());
+  EXPECT_FALSE(ar[0]["cached"].get<bool>());
+  ASSERT_EQ(j["paired"]["rows"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(rr[i]["tokens"], ar[i]["tokens"]) << "both runs score the same tokens";
+    EXPECT_EQ(rr[i]["windows"], ar[i]["windows"]);
+    EXPECT_TRUE(rr[i].contains("bpc")) << "char runs report bpc";
+    const auto& p = j["paired"]["rows"][i];
+    EXPECT_NEAR(p["mean_nll_diff"].get<double>(), rr[i]["nll"].get<double>() - ar[i]["nll"].get<double>(), 1e-9);
+    EXPECT_LE(p["diff_lo"].get<double>(), p["mean_nll_diff"].get<double>());
+    EXPECT_GE(p["diff_hi"].get<double>(), p["mean_nll_diff"].get<double>());
+  }
+  EXPECT_NE(j["interval"]["method"].get<std::string>().find("bootstrap"), std::string::npos);
+  const auto png_bytes = slurp(png);
+  ASSERT_GT(png_bytes.size(), 1000u);
+  EXPECT_EQ(png_bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_NE(slurp(svg).find("<svg"), std::string::npos);
+
+  // Again: every result comes from the cache, with identical numbers.
+  const auto json2 = t.dir + "/cmp2.json";
+  const auto c2 = run_txl({"compare", t.rel, t.abs, "--lengths", "8,16,32", "--json", json2});
+  ASSERT_EQ(c2.code, 0) << c2.err;
+  const auto j2 = nlohmann::json::parse(slurp(json2));
+  for (size_t r = 0; r < 2; ++r) {
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_TRUE(j2["runs"][r]["results"][i]["cached"].get<bool>());
+      EXPECT_EQ(j2["runs"][r]["results"][i]["nll_sum"], j["runs"][r]["results"][i]["nll_sum"]);
+    }
+  }
+  // --no-cache evaluates again (same numbers: evaluation is deterministic).
+  const auto json4 = t.dir + "/cmp4.json";
+  ASSERT_EQ(run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--no-cache", "--json", json4}).code, 0);
+  const auto j4 = nlohmann::json::parse(slurp(json4));
+  EXPECT_FALSE(j4["runs"][0]["results"][0]["cached"].get<bool>());
+  EXPECT_EQ(j4["runs"][0]["results"][0]["nll_sum"], j["runs"][0]["results"][0]["nll_sum"]);
+  // A different request is not served from the cache.
+  const auto json3 = t.dir + "/cmp3.json";
+  ASSERT_EQ(run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--method", "sliding", "--json", json3}).code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(slurp(json3))["runs"][0]["results"][0]["cached"].get<bool>());
+
+  // Evaluation never touched the runs' saved state.
+  EXPECT_EQ(run_state_checksums(t.rel), rel_before);
+  EXPECT_EQ(run_state_checksums(t.abs), abs_before);
+  cli_test::cleanup_scratch();
+}
+
+TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
+  const auto t = train_two_runs("compare_memory");
+  const auto json = t.dir + "/mem.json";
+  const auto c = run_txl({"compare", t.rel, t.abs, "--lengths", "8,16", "--method", "memory", "--json", json});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("n/a"), std::string::npos) << c.out;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_TRUE(j["runs"][0]["supported"].get<bool>());
+  EXPECT_FALSE(j["runs"][1]["supported"].get<bool>());
+  EXPECT_EQ(j["runs"][0]["results"][0]["mem_len"], 8);
+  EXPECT_FALSE(j.contains("paired"));
+  // eval refuses it outright.
+  const auto e = run_txl({"eval", "--run", t.abs, "--method", "memory", "--lengths", "8"});
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.err.find("absolute"), std::string::npos) << e.err;
+  // Only absolute runs: nothing to compare.
+  EXPECT_EQ(run_txl({"compare", t.abs, "--method", "memory", "--lengths", "8"}).code, 2);
+  cli_test::cleanup_scratch();
+}
+
+// A copy of a real checkpoint whose header says another format version (bytes 8..11 hold
+// the version as a little-endian u32, checkpoint.h).
+void write_foreign_version_checkpoint(const std::string& from, const std::string& to) {
+  auto bytes = slurp(from);
+  ASSERT_GT(bytes.size(), 12u);
+  const uint32_t other = static_cast<uint32_t>(kCheckpointVersion) + 1;
+  for (int i = 0; i < 4; ++i) bytes[8 + i] = static_cast<char>((other >> (8 * i)) & 0xFF);
+  cli_test::write_text(to, bytes);
+}
+
+TEST(CompareCli, BadInputIsExitCode2AndWritesNothing) {
+  const auto t = train_two_runs("compare_bad");
+  // A word-level run on the same corpus: another vocabulary.
+  const auto word = t.dir + "/word";
+  ASSERT_TRUE(cli_test::train_tiny_run(t.corpus, word, "relative", "word"));
+  // Incomplete runs.
+  const auto no_vocab = t.dir + "/no_vocab", no_ckpt = t.dir + "/no_ckpt", old = t.dir + "/old_version";
+  for (const auto& d : {no_vocab, no_ckpt, old}) {
+    fs::create_directories(d);
+    fs::copy_file(t.rel + "/config.json", d + "/config.json");
+    if (d != no_vocab) fs::copy_file(t.rel + "/vocab.json", d + "/vocab.json");
+  }
+  write_foreign_version_checkpoint(t.rel + "/checkpoint.pt", old + "/checkpoint.pt");
+
+  const auto json = t.dir + "/out.json", png = t.dir + "/out.png";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"compare", t.rel, word}, "different vocabularies"},
+      {{"compare", t.rel, t.dir + "/missing"}, "does not exist"},
+      {{"compare", t.rel, no_vocab}, "vocab.json is missing"},
+      {{"compare", t.rel, no_ckpt}, "no checkpoint"},
+      {{"compare", t.rel, old}, "version"},
+      {{"compare", t.rel, t.abs, "--lengths", "0"}, "not a positive integer"},
+      {{"compare", t.rel, t.abs, "--lengths", "8,abc"}, "not a positive integer"},
+      {{"compare", t.rel, t.abs, "--lengths", "-8"}, "not a positive integer"},
+      {{"compare", t.rel, t.abs, "--lengths", "1.5"}, "not a positive integer"},
+      {{"compare", t.rel, t.abs, "--lengths", "8,,16"}, "not a positive integer"},
+      {{"compare", t.rel, t.abs, "--method", "sliding", "--lengths", "8", "--stride", "9"}, "--stride"},
+      {{"compare", t.rel, t.abs, "--method", "windowed"}, "--method"},
+      {{"compare", t.rel, t.abs, "--split", "train"}, "--split"},
+      {{"eval", "--run", t.rel, "--method", "sliding", "--lengths", "16", "--stride", "17"}, "--stride"},
+      {{"eval", "--run", t.rel, "--lengths", "16,x"}, "not a positive integer"},
+      {{"eval", "--run", old}, "version"},
+      {{"eval", "--run", t.dir + "/missing"}, "does not exist"},
+  };
+  for (const auto& c : cases) {
+    auto args = c.args;
+    args.insert(args.end(), {"--json", json});
+    if (args[0] == "compare") args.insert(args.end(), {"--plot", png});
+    const auto r = run_txl(args);
+    std::string shown;
+    for (const auto& a : c.args) shown += a + " ";
+    EXPECT_EQ(r.code, 2) << shown << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << shown << "\nstderr: " << r.err;
+    EXPECT_FALSE(fs::exists(json)) << shown;
+    EXPECT_FALSE(fs::exists(png)) << shown;
+  }
+  // The different-vocabulary error names both runs.
+  const auto v = run_txl({"compare", t.rel, word});
+  EXPECT_NE(v.err.find(t.rel), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find(word), std::string::npos) << v.err;
+  // A plot that is not a .png is refused up front.
+  const auto p = run_txl({"compare", t.rel, t.abs, "--plot", t.dir + "/plot.jpg"});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_NE(p.err.find(".png"), std::string::npos) << p.err;
+  // None of the refused requests evaluated anything.
+  EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
+  EXPECT_FALSE(fs::exists(t.abs + "/eval-cache"));
+  cli_test::cleanup_scratch();
+}
+
+TEST(CompareCli, MissingGnuplotIsExitCode1AfterTheJsonIsWritten) {
+  const auto t = train_two_runs("compare_nognuplot");
+  const auto json = t.dir + "/cmp.json", png = t.dir + "/cmp.png";
+  const auto r = run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--json", json, "--plot", png},
+                         "PATH=" + t.dir + "/empty-path");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("gnuplot-nox"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(json));
+  EXPECT_FALSE(fs::exists(png));
+  EXPECT_NE(r.out.find("rel (relative)"), std::string::npos) << "the table is printed first";
+  cli_test::cleanup_scratch();
+}
+
+}  // namespace
+}  // namespace txl

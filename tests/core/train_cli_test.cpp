@@ -1,0 +1,294 @@
+// `txl train` on bad input and faults, through the real executable:
+//  - a table of malformed configs and corpora: each exits 2, names the problem and creates
+//    no run directory;
+//  - an existing run directory is never overwritten without --resume or --force;
+//  - resume refuses changed configs, vocabularies, corpora and damaged checkpoints;
+//  - an injected NaN stops with a checkpoint of the last finite state (resumable, and the
+//    resumed run equals the uninterrupted one), or is skipped and counted.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "cli_harness.h"
+#include "txl/train/checkpoint.h"
+
+namespace txl {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::fresh_dir;
+using testing::read_text;
+using testing::run_txl;
+using testing::write_text;
+
+struct BadInput {
+  const char* name;
+  // Applied to a valid config (merge patch), or, when `config_text` is set, the whole file.
+  json patch;
+  const char* config_text = nullptr;
+  std::vector<std::string> extra_args = {};
+  // Damage to the corpus folder before the run.
+  void (*corpus)(const std::string& dir) = nullptr;
+  std::string expected;  // part of the message
+};
+
+std::vector<BadInput> bad_inputs() {
+  return {
+      // Unknown keys at every level, with the valid ones listed.
+      {"unknown_section", {{"modle", json::object()}}, nullptr, {}, nullptr, "unknown key \"modle\""},
+      {"unknown_data_key", {{"data", {{"dirs", "x"}}}}, nullptr, {}, nullptr, "unknown key \"data.dirs\""},
+      {"unknown_model_key", {{"model", {{"layers", 2}}}}, nullptr, {}, nullptr, "unknown key \"model.layers\""},
+      {"unknown_train_key", {{"train", {{"learning_rate", 0.1}}}}, nullptr, {}, nullptr,
+       "unknown key \"train.learning_rate\""},
+      {"unknown_eval_key", {{"eval", {{"length", 8}}}}, nullptr, {}, nullptr, "unknown key \"eval.length\""},
+      {"unknown_set_key", json::object(), nullptr, {"--set", "model.nlayer=2"}, nullptr,
+       "unknown key \"model.nlayer\""},
+      // Wrong types.
+      {"string_for_int", {{"model", {{"n_layer", "2"}}}}, nullptr, {}, nullptr, "model.n_layer must be an integer"},
+      {"string_for_number", {{"train", {{"lr", "fast"}}}}, nullptr, {}, nullptr, "train.lr must be a number"},
+      {"section_not_object", {{"model", json::array()}}, nullptr, {}, nullptr, "model must be an object"},
+      {"bad_enum", {{"model", {{"pos_encoding", "rotary"}}}}, nullptr, {}, nullptr,
+       "model.pos_encoding: \"rotary\" is not valid"},
+      {"set_wrong_type", json::object(), nullptr, {"--set", "model.n_layer=two"}, nullptr,
+       "model.n_layer must be an integer"},
+      // Zero and negative sizes, lengths not positive.
+      {"zero_layers", {{"model", {{"n_layer", 0}}}}, nullptr, {}, nullptr, "model.n_layer (0) must be >= 1"},
+      {"negative_d_inner", {{"model", {{"d_inner", -4}}}}, nullptr, {}, nullptr, "model.d_inner (-4) must be >= 1"},
+      {"zero_batch", {{"train", {{"batch_size", 0}}}}, nullptr, {}, nullptr, "train.batch_size (0) must be >= 1"},
+      {"zero_tgt_len", {{"train", {{"tgt_len", 0}}}}, nullptr, {}, nullptr, "train.tgt_len (0) must be >= 1"},
+      {"negative_mem_len", {{"train", {{"mem_len", -1}}}}, nullptr, {}, nullptr, "train.mem_len (-1) must be >= 0"},
+      {"dropout_one", {{"model", {{"dropout", 1.0}}}}, nullptr, {}, nullptr, "model.dropout (1.0) must be in [0, 1)"},
+      {"empty_lengths", {{"eval", {{"lengths", json::array()}}}}, nullptr, {}, nullptr, "eval.lengths is empty"},
+      {"zero_length", {{"eval", {{"lengths", {8, 0}}}}}, nullptr, {}, nullptr, "eval.lengths[1] (0) must be >= 1"},
+      // Cross-field rules.
+      {"heads_do_not_split", {{"model", {{"d_model", 20}}}}, nullptr, {}, nullptr,
+       "model.d_model (20) must equal model.n_head * model.d_head (2 * 8 = 16)"},
+      {"absolute_with_memory", {{"model", {{"pos_encoding", "absolute"}}}}, nullptr, {}, nullptr,
+       "requires train.mem_len = 0"},
+      // The file itself.
+      {"invalid_json", json(), "{\"model\": {\"n_layer\": 2,}}", {}, nullptr, "invalid JSON at byte"},
+      {"no_data_dir", json(), "{\"model\": {}}", {}, nullptr, "data.dir is required"},
+      // The corpus.
+      {"corpus_missing", {{"data", {{"dir", "/nonexistent/txl/corpus"}}}}, nullptr, {}, nullptr,
+       "/nonexistent/txl/corpus does not exist"},
+      {"missing_split", json::object(), nullptr, {}, [](const std::string& d) { fs::remove(d + "/valid.txt"); },
+       "valid.txt: missing"},
+      {"empty_split", json::object(), nullptr, {}, [](const std::string& d) { write_text(d + "/test.txt", ""); },
+       "the test split is empty"},
+      {"whitespace_split", json::object(), nullptr, {},
+       [](const std::string& d) { write_text(d + "/valid.txt", " \n\t\r\n  \n"); }, "holds only whitespace"},
+      {"invalid_utf8", json::object(), nullptr, {},
+       [](const std::string& d) { write_text(d + "/train.txt", "good text \xC3\x28 then bad"); },
+       "invalid UTF-8 at byte offset 10"},
+      {"split_is_directory", json::object(), nullptr, {},
+       [](const std::string& d) { fs::remove(d + "/train.txt"); fs::create_directories(d + "/train.txt"); },
+       "train.txt: is a directory"},
+      // Found only once the data is loaded: the half-made run directory is removed again.
+      {"too_few_tokens_for_batch", {{"train", {{"batch_size", 1000}}}}, nullptr, {}, nullptr,
+       "too few for train.batch_size = 1000"},
+  };
+}
+
+TEST(BadInput, EachMalformedConfigOrCorpusExits2NamingTheProblemAndCreatesNoRunDirectory) {
+  const std::string root = fresh_dir("bad_input");
+  const auto cases = bad_inputs();
+  // Started four at a time: most of each run is loading LibTorch.
+  constexpr size_t kParallel = 4;
+  for (size_t first = 0; first < cases.size(); first += kParallel) {
+    std::vector<std::pair<pid_t, size_t>> running;
+    for (size_t i = first; i < std::min(cases.size(), first + kParallel); ++i) {
+      const BadInput& c = cases[i];
+      const std::string dir = root + "/" + c.name;
+      const std::string corpus = testing::write_tiny_corpus(dir + "/corpus");
+      if (c.corpus) c.corpus(corpus);
+      json config = testing::tiny_config(corpus);
+      config.merge_patch(c.patch);
+      write_text(dir + "/config.json", c.config_text ? std::string(c.config_text) : config.dump());
+      std::vector<std::string> args = {"train", "--config", dir + "/config.json", "--run-dir",
+                                       dir + "/run"};
+      args.insert(args.end(), c.extra_args.begin(), c.extra_args.end());
+      running.emplace_back(testing::spawn_txl(args, dir + "/output.txt"), i);
+    }
+    for (const auto& [pid, i] : running) {
+      const BadInput& c = cases[i];
+      const std::string dir = root + "/" + c.name;
+      const int code = testing::wait_txl(pid);
+      const std::string output = read_text(dir + "/output.txt");
+      EXPECT_EQ(code, 2) << c.name << ": " << output;
+      EXPECT_NE(output.find(c.expected), std::string::npos)
+          << c.name << ": expected \"" << c.expected << "\" in: " << output;
+      EXPECT_EQ(output.find("terminate called"), std::string::npos) << c.name << ": " << output;
+      EXPECT_FALSE(fs::exists(dir + "/run")) << c.name << ": a run directory was created";
+    }
+  }
+}
+
+TEST(BadInput, ConfigPathThatIsMissingOrADirectoryExits2) {
+  const std::string root = fresh_dir("config_path");
+  auto missing = run_txl({"train", "--config", root + "/nope.json", "--run-dir", root + "/run"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find(root + "/nope.json"), std::string::npos) << missing.output;
+  auto folder = run_txl({"train", "--config", root, "--run-dir", root + "/run"});
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_NE(folder.output.find("is a directory"), std::string::npos) << folder.output;
+  EXPECT_FALSE(fs::exists(root + "/run"));
+}
+
+struct RunFixture {
+  std::string root, config_path, run;
+};
+
+RunFixture make_run(const std::string& name, const json& changes = json::object()) {
+  RunFixture r;
+  r.root = fresh_dir(name);
+  json config = testing::tiny_config(testing::write_tiny_corpus(r.root + "/corpus"));
+  config.merge_patch(changes);
+  r.config_path = testing::write_config(r.root + "/config.json", config);
+  r.run = r.root + "/run";
+  return r;
+}
+
+TEST(RunDirectory, AnExistingRunIsNeverOverwrittenWithoutForce) {
+  const RunFixture r = make_run("overwrite", {{"train", {{"max_steps", 6}}}});
+  ASSERT_EQ(run_txl({"train", "--config", r.config_path, "--run-dir", r.run}).exit_code, 0);
+  const std::string checkpoint = read_text(r.run + "/checkpoint.pt");
+  const std::string metrics = read_text(r.run + "/metrics.jsonl");
+
+  const auto again = run_txl({"train", "--config", r.config_path, "--run-dir", r.run});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("already holds a run; use --resume " + r.run), std::string::npos) << again.output;
+  EXPECT_EQ(read_text(r.run + "/checkpoint.pt"), checkpoint);
+  EXPECT_EQ(read_text(r.run + "/metrics.jsonl"), metrics);
+
+  const auto both = run_txl({"train", "--resume", r.run, "--force"});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+
+  // --force starts over: the old run's files are replaced, not appended to.
+  write_text(r.run + "/notes.txt", "mine");
+  const auto forced = run_txl({"train", "--config", r.config_path, "--run-dir", r.run, "--force",
+                               "--set", "train.max_steps=4"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  EXPECT_EQ(testing::read_losses(r.run).size(), 4u);
+  EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 4);
+  EXPECT_EQ(read_text(r.run + "/notes.txt"), "mine");
+}
+
+TEST(RunDirectory, ANonEmptyFolderWithoutARunIsRefusedToo) {
+  const RunFixture r = make_run("not_a_run");
+  fs::create_directories(r.run);
+  write_text(r.run + "/important.txt", "keep me");
+  const auto refused = run_txl({"train", "--config", r.config_path, "--run-dir", r.run});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("is not empty"), std::string::npos) << refused.output;
+  EXPECT_EQ(read_text(r.run + "/important.txt"), "keep me");
+  EXPECT_EQ(fs::directory_iterator(r.run)->path().filename(), "important.txt");
+}
+
+TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
+  const RunFixture r = make_run("resume_refusals", {{"train", {{"max_steps", 4}}}});
+  ASSERT_EQ(run_txl({"train", "--config", r.config_path, "--run-dir", r.run}).exit_code, 0);
+
+  auto set_model = run_txl({"train", "--resume", r.run, "--set", "model.d_inner=48"});
+  EXPECT_EQ(set_model.exit_code, 2);
+  EXPECT_NE(set_model.output.find("model.d_inner cannot change on --resume; only train.max_steps"),
+            std::string::npos) << set_model.output;
+
+  json other = json::parse(read_text(r.config_path));
+  other["model"]["d_inner"] = 48;
+  other["train"]["max_steps"] = 8;
+  const std::string other_path = testing::write_config(r.root + "/other.json", other);
+  auto with_config = run_txl({"train", "--resume", r.run, "--config", other_path});
+  EXPECT_EQ(with_config.exit_code, 2);
+  EXPECT_NE(with_config.output.find("model.d_inner: 32 vs 48"), std::string::npos) << with_config.output;
+
+  auto missing = run_txl({"train", "--resume", r.root + "/nothing"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("no such run directory"), std::string::npos) << missing.output;
+
+  // config.json edited behind the checkpoint's back.
+  const std::string config_text = read_text(r.run + "/config.json");
+  json edited = json::parse(config_text);
+  edited["train"]["lr"] = 0.5;
+  edited["train"]["max_steps"] = 8;
+  write_text(r.run + "/config.json", edited.dump());
+  auto edited_run = run_txl({"train", "--resume", r.run});
+  EXPECT_EQ(edited_run.exit_code, 2);
+  EXPECT_NE(edited_run.output.find("different configuration"), std::string::npos) << edited_run.output;
+  EXPECT_NE(edited_run.output.find("train.lr: 0.003 vs 0.5"), std::string::npos) << edited_run.output;
+  write_text(r.run + "/config.json", config_text);
+
+  // The training text changed but gives the same vocabulary: the stream position would
+  // point into other data.
+  const std::string train_text = read_text(r.root + "/corpus/train.txt");
+  write_text(r.root + "/corpus/train.txt", train_text + train_text);
+  auto changed = run_txl({"train", "--resume", r.run, "--set", "train.max_steps=8"});
+  EXPECT_EQ(changed.exit_code, 2);
+  EXPECT_NE(changed.output.find("the training split changed"), std::string::npos) << changed.output;
+  write_text(r.root + "/corpus/train.txt", train_text);
+
+  // Damaged checkpoint.
+  std::string bytes = read_text(r.run + "/checkpoint.pt");
+  bytes[bytes.size() / 2] ^= 0x01;
+  write_text(r.run + "/checkpoint.pt", bytes);
+  auto damaged = run_txl({"train", "--resume", r.run, "--set", "train.max_steps=8"});
+  EXPECT_EQ(damaged.exit_code, 2);
+  EXPECT_NE(damaged.output.find(r.run + "/checkpoint.pt: corrupted"), std::string::npos) << damaged.output;
+  EXPECT_EQ(damaged.output.find("terminate called"), std::string::npos) << damaged.output;
+}
+
+TEST(NonFinite, InjectedNanStopsNamingTheStepAndTheResumedRunEqualsTheUninterruptedOne) {
+  const RunFixture r = make_run("nan_stop", {{"train", {{"max_steps", 12}, {"eval_interval", 5}}}});
+  const auto reference = run_txl({"train", "--config", r.config_path, "--run-dir", r.root + "/ref"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+
+  const auto stopped = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
+                               {"TXL_INJECT_NAN_AT_STEP=7"});
+  EXPECT_EQ(stopped.exit_code, 1);
+  EXPECT_NE(stopped.output.find("step 7: loss nan"), std::string::npos) << stopped.output;
+  EXPECT_NE(stopped.output.find("holds step 6, the last finite state"), std::string::npos) << stopped.output;
+  EXPECT_NE(stopped.output.find("--set train.skip_nonfinite=true"), std::string::npos) << stopped.output;
+  EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 6);
+
+  const auto resumed = run_txl({"train", "--resume", r.run});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto expected = testing::read_losses(r.root + "/ref");
+  const auto actual = testing::read_losses(r.run);
+  ASSERT_EQ(actual.size(), 12u);
+  for (const auto& [step, loss] : expected) EXPECT_EQ(actual.at(step), loss) << "step " << step;
+}
+
+TEST(NonFinite, SkipNonfiniteSkipsAndCountsTheSteps) {
+  const RunFixture r = make_run("nan_skip", {{"train", {{"max_steps", 10}, {"skip_nonfinite", true}}}});
+  const auto result = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
+                              {"TXL_INJECT_NAN_AT_STEP=3,4"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("step      3: loss nan / gradient norm nan is not finite; skipped (1 so far)"),
+            std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("2 non-finite steps skipped"), std::string::npos) << result.output;
+  const auto state = read_checkpoint_state(r.run + "/checkpoint.pt");
+  EXPECT_EQ(state.step, 10);
+  EXPECT_EQ(state.skipped_steps, 2);
+  int flagged = 0;
+  for (const auto& j : testing::read_metrics(r.run)) flagged += j.value("nonfinite", false);
+  EXPECT_EQ(flagged, 2);
+  for (const auto& [step, loss] : testing::read_losses(r.run)) {
+    EXPECT_EQ(std::isfinite(loss), step != 3 && step != 4) << "step " << step;
+  }
+}
+
+TEST(NonFinite, PersistentNonFiniteStepsStopEvenWhenSkipping) {
+  const RunFixture r = make_run("nan_persistent", {{"train", {{"max_steps", 30}, {"skip_nonfinite", true}}}});
+  std::string steps;
+  for (int s = 2; s <= 30; ++s) steps += (s > 2 ? "," : "") + std::to_string(s);
+  const auto result = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
+                              {"TXL_INJECT_NAN_AT_STEP=" + steps});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("20 consecutive non-finite steps were skipped, giving up"),
+            std::string::npos) << result.output;
+  EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 21);
+}
+
+}  // namespace
+}  // namespace txl
