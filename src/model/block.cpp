@@ -1,6 +1,7 @@
 #include "txl/model/block.h"
 
 #include <cmath>
+#include <limits>
 
 #include "txl/model/kernels.h"
 #include "txl/model/positional.h"
@@ -51,7 +52,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
     q = torch::linear(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
     auto kv = torch::linear(cat, qkv->weight.narrow(0, hd, 2 * hd))
                   .view({batch, key_len, 2, n_head_, d_head_});               // [B, K, 2, H, D]
-    auto kv_parts = kv.unbind(2);                                              // 2 x [B, K, H, D]
+    auto kv_parts = kv.unbind(2);                                             // 2 x [B, K, H, D]
     k = kv_parts[0];
     v = kv_parts[1];
   }
@@ -70,7 +71,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
   probs = apply_dropout(probs, dropatt_, is_training());
   auto ctx = batched_matmul(probs, v);                                        // [B, H, Q, D]
   ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});                  // [B, Q, H*D]
-  auto y = apply_dropout(out(ctx), dropout_, is_training());                 // [B, Q, C]
+  auto y = apply_dropout(out(ctx), dropout_, is_training());                  // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 
@@ -83,9 +84,9 @@ FeedForwardImpl::FeedForwardImpl(const ModelConfig& c) : pre_norm_(c.pre_norm), 
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& h) {
-  auto x = pre_norm_ ? norm(h) : h;                          // [B, Q, C]
-  auto inner = relu_dropout(fc1(x), dropout_, is_training());                 // [B, Q, F]
-  auto y = apply_dropout(fc2(inner), dropout_, is_training());               // [B, Q, C]
+  auto x = pre_norm_ ? norm(h) : h;                                  // [B, Q, C]
+  auto inner = relu_dropout(fc1(x), dropout_, is_training());        // [B, Q, F]
+  auto y = apply_dropout(fc2(inner), dropout_, is_training());       // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 

@@ -9,6 +9,7 @@
 #include <list>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "txl/platform/runtime.h"
@@ -35,8 +36,16 @@ class ReusingCpuAllocator final : public c10::Allocator {
     if (n < kMinKeptBytes) return small_->allocate(n);
     void* data = take(n);
     if (data == nullptr) data = c10::alloc_cpu(n);
-    return {data, new Block{data, n}, &release, c10::Device(c10::DeviceType::CPU)};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      sizes_[data] = n;
+    }
+    // Context = data, as the default allocator does: raw_allocate() relies on it.
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
+
+  // raw_deallocate() (used by oneDNN's bf16 path) frees through this, for blocks of every size.
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
   static ReusingCpuAllocator* instance;
 
@@ -66,18 +75,25 @@ class ReusingCpuAllocator final : public c10::Allocator {
     return nullptr;
   }
 
-  static void release(void* context) {
-    auto* block = static_cast<Block*>(context);
+  // Keeps a block this allocator handed out; anything else came from the small-block
+  // (default) allocator, whose memory c10::free_cpu releases.
+  static void release(void* data) {
     {
       std::lock_guard<std::mutex> lock(instance->mutex_);
-      instance->kept_.push_back(*block);
+      auto it = instance->sizes_.find(data);
+      if (it != instance->sizes_.end()) {
+        instance->kept_.push_back({data, it->second});
+        instance->sizes_.erase(it);
+        return;
+      }
     }
-    delete block;
+    c10::free_cpu(data);
   }
 
   c10::Allocator* small_;
   mutable std::mutex mutex_;
-  mutable std::list<Block> kept_;  // freed blocks, oldest first
+  mutable std::list<Block> kept_;                     // freed blocks, oldest first
+  mutable std::unordered_map<void*, size_t> sizes_;  // blocks handed out, by address
 };
 
 ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;

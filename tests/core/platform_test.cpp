@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
 #include "txl/platform/parallel.h"
@@ -30,6 +31,20 @@ TEST(ReuseFreedMemory, SameSizeGetsTheFreedBlockBackOtherSizesDoNot) {
   other.fill_(3.0f);
   EXPECT_EQ(again.sum().item<double>(), 2.0 * big);
   EXPECT_EQ(other.sum().item<double>(), 3.0 * (big + 1024));
+}
+
+TEST(ReuseFreedMemory, RawAllocationsRoundTrip) {
+  reuse_freed_memory();
+  // oneDNN's bf16 kernels allocate through raw_allocate / raw_deallocate.
+  auto* allocator = c10::GetCPUAllocator();
+  for (size_t bytes : {size_t{1} << 10, size_t{40} << 20}) {
+    void* p = allocator->raw_allocate(bytes);
+    ASSERT_NE(p, nullptr);
+    static_cast<char*>(p)[bytes - 1] = 1;
+    allocator->raw_deallocate(p);
+  }
+  void* again = allocator->raw_allocate(size_t{40} << 20);  // the kept block comes back
+  allocator->raw_deallocate(again);
 }
 
 TEST(ParallelChunks, CoversTheRangeOnceAndRethrows) {

@@ -7,7 +7,8 @@
 //   relative_learned  LearnedRelativeScore   (q + u) . k + rel_shift((q + v) . P_h T[clamp(d)])
 //
 // Shapes follow the legend in positional.h. Queries arrive already multiplied by
-// 1/sqrt(D), so the result is the scaled score.
+// 1/sqrt(D), so the result is the scaled score. scores() returns a fresh tensor that no
+// backward formula needs: attention masks it in place.
 #pragma once
 
 #include <memory>
