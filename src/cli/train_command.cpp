@@ -91,7 +91,8 @@ Config resume_config(const TrainCommandOptions& o) {
     throw InputError("--resume " + o.resume_dir + ": " + paths.config() +
                      " is missing; not a txl run directory");
   }
-  const nlohmann::json saved = config_to_json(config_from_json(read_json_file(paths.config()), paths.config()));
+  const nlohmann::json saved =
+      config_to_json(config_from_json(read_json_file(paths.config()), paths.config()));
   nlohmann::json j = saved;
   if (!o.config_path.empty()) {
     nlohmann::json given = read_json_file(o.config_path);
@@ -100,8 +101,8 @@ Config resume_config(const TrainCommandOptions& o) {
     const auto diffs = config_differences(saved, resolved, resumable_keys());
     if (!diffs.empty()) {
       throw InputError("--config " + o.config_path + " differs from the run's " + paths.config() +
-                       " in keys that cannot change on resume (run vs --config: " +
-                       joined(diffs) + "); only " + joined(resumable_keys()) + " may change");
+                       " in keys that cannot change on resume (run vs --config: " + joined(diffs) +
+                       "); only " + joined(resumable_keys()) + " may change");
     }
     j = resolved;
   } else {
@@ -135,9 +136,11 @@ int run_train(const TrainCommandOptions& o) {
     config = resume_config(o);
     const RunPaths paths{o.resume_dir};
     if (!is_regular_file(paths.last_checkpoint())) {
-      throw InputError("--resume " + o.resume_dir + ": no checkpoint.pt there to resume from (the "
+      throw InputError("--resume " + o.resume_dir +
+                       ": no checkpoint.pt there to resume from (the "
                        "run stopped before its first checkpoint); start it again with txl train "
-                       "--config FILE --run-dir " + o.resume_dir + " --force");
+                       "--config FILE --run-dir " +
+                       o.resume_dir + " --force");
     }
     const auto state = read_checkpoint_state(paths.last_checkpoint());
     if (state.step >= config.train.max_steps) {
@@ -150,7 +153,8 @@ int run_train(const TrainCommandOptions& o) {
     options.run_dir = o.resume_dir;
     options.resume = true;
   } else {
-    if (o.config_path.empty()) throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
+    if (o.config_path.empty())
+      throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
     nlohmann::json j = read_json_file(o.config_path);
     for (const auto& assignment : o.overrides) apply_override(j, assignment);
     config = config_from_json(j, o.config_path);
@@ -162,7 +166,8 @@ int run_train(const TrainCommandOptions& o) {
     prepare_run_dir(options.run_dir, o.force);
     if (!lock) lock.emplace(options.run_dir);
   }
-  fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir, config_to_json(config).dump());
+  fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir,
+             config_to_json(config).dump());
 
   options.stop_signal = &g_stop_signal;
   TrainSummary summary;
@@ -183,13 +188,19 @@ int run_train(const TrainCommandOptions& o) {
 
   if (summary.interrupted) {
     const int sig = summary.stop_signal;
-    fmt::print(stderr, "interrupted at step {} by signal {}; checkpoint saved. Resume with: txl train --resume {}\n",
+    fmt::print(stderr,
+               "interrupted at step {} by signal {}; checkpoint saved. Resume with: txl train "
+               "--resume {}\n",
                summary.steps, sig, options.run_dir);
     return 128 + sig;
   }
-  fmt::print(stderr, "done: {} steps | last loss {:.4f} | best valid ppl {:.3f} | {:.0f} tok/s{}\nrun directory: {}\n",
+  fmt::print(stderr,
+             "done: {} steps | last loss {:.4f} | best valid ppl {:.3f} | {:.0f} tok/s{}\nrun "
+             "directory: {}\n",
              summary.steps, summary.last_loss, summary.best_valid_ppl, summary.train_tokens_per_s,
-             summary.skipped_steps > 0 ? fmt::format(" | {} non-finite steps skipped", summary.skipped_steps) : "",
+             summary.skipped_steps > 0
+                 ? fmt::format(" | {} non-finite steps skipped", summary.skipped_steps)
+                 : "",
              options.run_dir);
   return 0;
 }
@@ -200,7 +211,8 @@ void setup_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainCommandOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
-  auto* run_dir = cmd->add_option("--run-dir", o->run_dir, "Run directory (default runs/<config name>-<timestamp>)");
+  auto* run_dir = cmd->add_option("--run-dir", o->run_dir,
+                                  "Run directory (default runs/<config name>-<timestamp>)");
   cmd->add_option("--set", o->overrides, "Override one key, e.g. --set train.max_steps=50");
   auto* force = cmd->add_flag("--force", o->force, "Overwrite an existing run directory");
   auto* resume = cmd->add_option("--resume", o->resume_dir,

@@ -42,12 +42,24 @@ bool is_generic_core(const std::string& core) {
   return core == "Prescott" || core == "prescott" || core == "Core2" || core == "Nehalem";
 }
 
+bool fixes_disabled() {
+  const char* off = std::getenv("TXL_NO_BLAS_FIX");
+  return off != nullptr && std::string(off) == "1";
+}
+
+// OMP_WAIT_POLICY=PASSIVE unless the user chose a wait policy (see runtime.h). Returns
+// whether it set it.
+bool set_passive_openmp() {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return false;
+  if (std::thread::hardware_concurrency() <= 1) return false;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  return true;
+}
+
 }  // namespace
 
 void ensure_fast_blas(int /*argc*/, char** argv) {
-  if (const char* off = std::getenv("TXL_NO_BLAS_FIX"); off != nullptr && std::string(off) == "1") {
-    return;
-  }
+  if (fixes_disabled()) return;
   bool restart = false;
   // Only when the detection actually failed: the same OpenBLAS picks Cooperlake on some
   // Zen 4 hosts and Prescott on others (the hypervisor's CPUID differs).
@@ -56,11 +68,10 @@ void ensure_fast_blas(int /*argc*/, char** argv) {
     ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
     restart = true;
   }
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
-      std::thread::hardware_concurrency() > 1) {
-    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    restart = true;
-  }
+  // libgomp reads the policy in its initialiser, before main(): only a restart applies it.
+  // (Setting it from an .preinit_array function does not work: glibc's own initialiser
+  // resets the environment pointer after it, before libgomp's runs.)
+  restart = set_passive_openmp() || restart;
   if (!restart) return;
   ::execv("/proc/self/exe", argv);
   // execv only returns on failure; carry on as we are (inspect_blas() warns about the BLAS).

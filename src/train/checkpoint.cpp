@@ -157,7 +157,8 @@ std::string read_range(std::ifstream& in, uint64_t offset, uint64_t size, const 
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(bytes.data(), static_cast<std::streamsize>(size));
   if (static_cast<uint64_t>(in.gcount()) != size) {
-    throw InputError(path + ": cannot read checkpoint (short read; the file changed while reading?)");
+    throw InputError(path +
+                     ": cannot read checkpoint (short read; the file changed while reading?)");
   }
   return bytes;
 }
@@ -251,10 +252,11 @@ nlohmann::json meta_json(const TrainState& s, const TransformerLM& model,
           {"skipped_steps", s.skipped_steps},
           {"train_tokens", s.train_tokens},
           {"train_checksum", std::to_string(s.train_checksum)},
-          {"interval", {{"loss_sum", s.interval_loss_sum},
-                        {"steps", s.interval_steps},
-                        {"finite", s.interval_finite},
-                        {"seconds", s.interval_seconds}}},
+          {"interval",
+           {{"loss_sum", s.interval_loss_sum},
+            {"steps", s.interval_steps},
+            {"finite", s.interval_finite},
+            {"seconds", s.interval_seconds}}},
           {"model_config", model_config_json(model->config())},
           {"vocab_size", model->vocab_size()},
           {"memory_layers", memory.layers.size()},
@@ -322,13 +324,16 @@ std::string join_lines(const std::vector<std::string>& items) {
 // keys that change no shape (dropout, pos_encoding between two relative variants), not at all.
 void check_model_matches(const nlohmann::json& meta, const TransformerLM& model,
                          const std::string& path) {
-  const nlohmann::json saved = meta.contains("model_config") ? meta.at("model_config") : nlohmann::json();
+  const nlohmann::json saved =
+      meta.contains("model_config") ? meta.at("model_config") : nlohmann::json();
   nlohmann::json a = {{"model", saved}};
   nlohmann::json b = {{"model", model_config_json(model->config())}};
   const auto diffs = config_differences(a, b);
   if (!diffs.empty()) {
-    throw InputError(path + ": the checkpoint was written by a different model (checkpoint vs "
-                     "this run: " + join_lines(diffs) + ")");
+    throw InputError(path +
+                     ": the checkpoint was written by a different model (checkpoint vs "
+                     "this run: " +
+                     join_lines(diffs) + ")");
   }
   const auto found = meta.find("vocab_size");
   const int64_t vocab_size =
@@ -391,7 +396,8 @@ std::vector<std::string> config_differences(const nlohmann::json& a, const nlohm
                                             const std::vector<std::string>& ignore) {
   std::vector<std::string> out;
   auto shown = [](const nlohmann::json* v) { return v ? v->dump() : std::string("(absent)"); };
-  auto compare_key = [&](const std::string& path, const nlohmann::json* x, const nlohmann::json* y) {
+  auto compare_key = [&](const std::string& path, const nlohmann::json* x,
+                         const nlohmann::json* y) {
     if (std::find(ignore.begin(), ignore.end(), path) != ignore.end()) return;
     if (x && y && *x == *y) return;
     out.push_back(path + ": " + shown(x) + " vs " + shown(y));
@@ -403,7 +409,8 @@ std::vector<std::string> config_differences(const nlohmann::json& a, const nlohm
   // Union of sections and keys, in a's order first, then keys only b has.
   auto sections = [&](const nlohmann::json& j, std::vector<std::string>& names) {
     for (const auto& item : j.items()) {
-      if (std::find(names.begin(), names.end(), item.key()) == names.end()) names.push_back(item.key());
+      if (std::find(names.begin(), names.end(), item.key()) == names.end())
+        names.push_back(item.key());
     }
   };
   std::vector<std::string> names;
@@ -496,7 +503,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
       stage = "the optimizer state";
       torch::serialize::InputArchive opt_archive;
       if (!archive.try_read("optimizer", opt_archive)) {
-        throw InputError(path + ": holds weights only (no optimizer state); training cannot "
+        throw InputError(path +
+                         ": holds weights only (no optimizer state); training cannot "
                          "resume from it");
       }
       optimizer->load(opt_archive);

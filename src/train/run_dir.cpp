@@ -60,16 +60,17 @@ std::string default_run_dir(const std::string& config_path) {
 void prepare_run_dir(const std::string& dir, bool force) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) throw InputError("--run-dir " + dir + " exists and is not a directory");
+    if (!fs::is_directory(dir, ec))
+      throw InputError("--run-dir " + dir + " exists and is not a directory");
     if (!fs::is_empty(dir, ec)) {
       if (!force) {
         const bool resumable = is_regular_file(RunPaths{dir}.last_checkpoint());
-        throw InputError(
-            "--run-dir " + dir +
-            (resumable ? " already holds a run; use --resume " + dir +
-                             " to continue it, --force to overwrite it, or another --run-dir"
-                       : " is not empty (it holds no checkpoint to resume); use --force to "
-                         "overwrite it, or another --run-dir"));
+        throw InputError("--run-dir " + dir +
+                         (resumable
+                              ? " already holds a run; use --resume " + dir +
+                                    " to continue it, --force to overwrite it, or another --run-dir"
+                              : " is not empty (it holds no checkpoint to resume); use --force to "
+                                "overwrite it, or another --run-dir"));
       }
       remove_files(dir, /*run_files=*/true);
     }
@@ -94,7 +95,8 @@ RunLock::RunLock(const std::string& dir) {
     ::close(fd_);
     fd_ = -1;
     if (err == EWOULDBLOCK) {
-      throw InputError("run directory " + dir + " is in use by another txl train process; "
+      throw InputError("run directory " + dir +
+                       " is in use by another txl train process; "
                        "wait for it to finish or stop it first");
     }
     throw InputError("cannot lock run directory " + dir + ": " + std::strerror(err));
@@ -116,13 +118,15 @@ LoadedRun load_run(const std::string& dir, const std::string& which) {
   run.paths.dir = dir;
   if (!is_directory(dir)) throw InputError("run directory " + dir + " does not exist");
   for (const auto& f : {run.paths.config(), run.paths.vocab()}) {
-    if (!is_regular_file(f)) throw InputError(f + " is missing: " + dir + " is not a complete txl run directory");
+    if (!is_regular_file(f))
+      throw InputError(f + " is missing: " + dir + " is not a complete txl run directory");
   }
   run.config = config_from_json(read_json_file(run.paths.config()), run.paths.config());
   run.vocab = Vocab::load(run.paths.vocab());
   std::string ckpt = which == "last" ? run.paths.last_checkpoint() : run.paths.best_checkpoint();
   if (which != "last" && !is_regular_file(ckpt)) ckpt = run.paths.last_checkpoint();
-  if (!is_regular_file(ckpt)) throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
+  if (!is_regular_file(ckpt))
+    throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
   run.model = TransformerLM(run.config.model, run.vocab.size());
   // load_checkpoint compares the checkpoint's model configuration with config.json's.
   auto loaded = load_checkpoint(ckpt, run.model, nullptr);

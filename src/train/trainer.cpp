@@ -122,9 +122,11 @@ bool all_finite(const std::vector<torch::Tensor>& tensors) {
   return true;
 }
 
-EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid, const Config& c) {
+EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid,
+                          const Config& c) {
   EvalRequest r;
-  r.method = model->has_memory() && c.train.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
+  r.method =
+      model->has_memory() && c.train.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
   r.length = c.train.tgt_len;
   r.mem_len = c.train.mem_len;
   r.streams = c.train.batch_size;
@@ -167,10 +169,17 @@ void check_resume_matches(const TrainState& saved, const TrainState& now, const 
 
 const std::vector<std::string>& resumable_keys() {
   static const std::vector<std::string> keys = {
-      "train.max_steps",      "train.log_interval", "train.eval_interval",
-      "train.eval_max_tokens", "train.threads",     "train.skip_nonfinite",
-      "data.dir",             "eval.lengths",       "eval.split",
-      "eval.batch_tokens"};
+      "train.max_steps",
+      "train.log_interval",
+      "train.eval_interval",
+      "train.eval_max_tokens",
+      "train.threads",
+      "train.skip_nonfinite",
+      "data.dir",
+      "eval.lengths",
+      "eval.split",
+      "eval.batch_tokens",
+  };
   return keys;
 }
 
@@ -229,8 +238,8 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
     }
     batcher.set_position(s.stream_position);
     memory = std::move(loaded.memory);
-    bool memory_fits = memory.empty() ||
-                       static_cast<int64_t>(memory.layers.size()) == config.model.n_layer;
+    bool memory_fits =
+        memory.empty() || static_cast<int64_t>(memory.layers.size()) == config.model.n_layer;
     for (const auto& layer : memory.layers) {
       memory_fits = memory_fits && layer.dim() == 3 && layer.size(0) == tc.batch_size &&
                     layer.size(2) == config.model.d_model;  // [B, M, C]
@@ -247,7 +256,8 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
     write_file_atomic(paths.config(), config_to_json(config).dump(2) + "\n");
     fmt::print(stderr, "resumed at step {} ({} tokens seen)\n", state.step, state.tokens_seen);
   }
-  fmt::print(stderr, "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {} | {}\n",
+  fmt::print(stderr,
+             "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {} | {}\n",
              count_parameters(*model), to_string(config.model.pos_encoding), config.model.n_layer,
              config.model.d_model, config.model.n_head, config.model.d_head, threads,
              to_string(tc.precision));
@@ -255,9 +265,8 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
   MetricsLog metrics(paths.metrics());
   TrainSummary summary;
   const int64_t tokens_per_step = tc.batch_size * tc.tgt_len;
-  auto interval_start =
-      Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(state.interval_seconds));
+  auto interval_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(state.interval_seconds));
   auto run_start = Clock::now();
   const int64_t first_step = state.step;
   int64_t consecutive_skips = 0;
@@ -290,8 +299,11 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
     fmt::print(stderr, "valid @ step {:>6} | ppl {:9.3f} | bpt {:6.4f} | {} tokens | {:.1f} s{}\n",
                state.step, result.ppl(), result.bpc(), result.tokens, seconds_since(t0),
                best ? " | best" : "");
-    metrics.write({{"step", state.step}, {"valid_ppl", result.ppl()}, {"valid_nll", result.mean_nll()},
-                   {"valid_tokens", result.tokens}, {"method", to_string(result.method)}});
+    metrics.write({{"step", state.step},
+                   {"valid_ppl", result.ppl()},
+                   {"valid_nll", result.mean_nll()},
+                   {"valid_tokens", result.tokens},
+                   {"method", to_string(result.method)}});
     if (best) save(paths.best_checkpoint());
   };
 
@@ -366,9 +378,11 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
       consecutive_skips += 1;
       state.skipped_steps += 1;
       if (!all_finite(memory.layers)) memory = Memory{};
-      fmt::print(stderr, "step {:>6}: loss {} / gradient norm {} is not finite; skipped ({} so far)\n",
+      fmt::print(stderr,
+                 "step {:>6}: loss {} / gradient norm {} is not finite; skipped ({} so far)\n",
                  this_step, loss_value, grad_norm, state.skipped_steps);
-      metrics.write({{"step", this_step}, {"nonfinite", true}, {"skipped_steps", state.skipped_steps}});
+      metrics.write(
+          {{"step", this_step}, {"nonfinite", true}, {"skipped_steps", state.skipped_steps}});
     } else {
       consecutive_skips = 0;
       optimizer.step();
@@ -394,8 +408,11 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
                  "{:7.0f} tok/s | eta {}\n",
                  state.step, tc.max_steps, mean_loss, std::exp(mean_loss), lr, ms_per_step, tok_s,
                  format_duration(eta));
-      nlohmann::json line = {{"step", state.step}, {"loss", mean_loss}, {"lr", lr},
-                             {"ms_per_step", ms_per_step}, {"tokens_per_s", tok_s},
+      nlohmann::json line = {{"step", state.step},
+                             {"loss", mean_loss},
+                             {"lr", lr},
+                             {"ms_per_step", ms_per_step},
+                             {"tokens_per_s", tok_s},
                              {"tokens_seen", state.tokens_seen}};
       if (state.skipped_steps > 0) line["skipped_steps"] = state.skipped_steps;
       metrics.write(line);  // a NaN mean (all steps skipped) is written as null

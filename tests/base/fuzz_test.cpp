@@ -44,6 +44,7 @@ int scaled(int cases) {
 }
 
 // Keys and values that reach deep into the parser more often than random text would.
+// clang-format off
 const std::vector<std::string> kSections = {"data", "model", "train", "eval"};
 const std::vector<std::string> kKeys = {
     "dir", "tokenizer", "min_freq", "max_vocab", "pos_encoding", "n_layer", "d_model", "n_head",
@@ -56,14 +57,19 @@ const std::vector<std::string> kWords = {
     "char", "word", "relative", "absolute", "relative_learned", "fp32", "bf16", "valid", "test",
     "", " ", "corpus", "null", "1e999", "-0", "NaN", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "a=b",
     "64,128", "[1,2]", "{\"a\":1}", "\"quoted\"", "true", "0x10", "1e3", "9223372036854775808"};
+// clang-format on
 
 class Random {
  public:
   explicit Random(uint64_t seed) : rng_(seed) {}
-  int64_t range(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  int64_t range(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
   bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(rng_); }
   template <typename T>
-  const T& pick(const std::vector<T>& items) { return items[range(0, items.size() - 1)]; }
+  const T& pick(const std::vector<T>& items) {
+    return items[range(0, items.size() - 1)];
+  }
 
   std::string bytes(size_t max_len) {
     std::string s(range(0, max_len), '\0');
@@ -78,11 +84,22 @@ class Random {
     for (int64_t i = 0; i < n; ++i) {
       char32_t cp;
       switch (range(0, 5)) {
-        case 0: cp = static_cast<char32_t>(pick(std::vector<int>{' ', '\n', '\t', '\r', '\v', '\f'})); break;
-        case 1: case 2: cp = static_cast<char32_t>(range(0x20, 0x7E)); break;
-        case 3: cp = static_cast<char32_t>(range(0x80, 0x7FF)); break;
-        case 4: cp = static_cast<char32_t>(range(0x800, 0xFFFF)); break;
-        default: cp = static_cast<char32_t>(range(0x10000, 0x10FFFF)); break;
+        case 0:
+          cp = static_cast<char32_t>(pick(std::vector<int>{' ', '\n', '\t', '\r', '\v', '\f'}));
+          break;
+        case 1:
+        case 2:
+          cp = static_cast<char32_t>(range(0x20, 0x7E));
+          break;
+        case 3:
+          cp = static_cast<char32_t>(range(0x80, 0x7FF));
+          break;
+        case 4:
+          cp = static_cast<char32_t>(range(0x800, 0xFFFF));
+          break;
+        default:
+          cp = static_cast<char32_t>(range(0x10000, 0x10FFFF));
+          break;
       }
       if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;  // surrogates are not scalar values
       append_utf8(s, cp);
@@ -92,31 +109,47 @@ class Random {
 
   json number() {
     switch (range(0, 9)) {
-      case 0: return 0;
-      case 1: return range(-3, 3);
-      case 2: return range(1, 1 << 20);
-      case 3: return std::numeric_limits<int64_t>::max();
-      case 4: return std::numeric_limits<int64_t>::min();
-      case 5: return std::numeric_limits<uint64_t>::max();
-      case 6: return std::uniform_real_distribution<double>(-2, 2)(rng_);
-      case 7: return pick(std::vector<double>{1e308, -1e308, 1e-320, 0.5, -0.0, 3.0});
-      case 8: return pick(std::vector<double>{std::numeric_limits<double>::infinity(),
-                                              std::numeric_limits<double>::quiet_NaN()});
-      default: return range(-1000000, 1000000);
+      case 0:
+        return 0;
+      case 1:
+        return range(-3, 3);
+      case 2:
+        return range(1, 1 << 20);
+      case 3:
+        return std::numeric_limits<int64_t>::max();
+      case 4:
+        return std::numeric_limits<int64_t>::min();
+      case 5:
+        return std::numeric_limits<uint64_t>::max();
+      case 6:
+        return std::uniform_real_distribution<double>(-2, 2)(rng_);
+      case 7:
+        return pick(std::vector<double>{1e308, -1e308, 1e-320, 0.5, -0.0, 3.0});
+      case 8:
+        return pick(std::vector<double>{std::numeric_limits<double>::infinity(),
+                                        std::numeric_limits<double>::quiet_NaN()});
+      default:
+        return range(-1000000, 1000000);
     }
   }
 
   // A random JSON value whose strings are valid UTF-8, as any parsed file's are.
   json value(int depth) {
     switch (range(0, depth > 0 ? 7 : 4)) {
-      case 0: return nullptr;
-      case 1: return coin();
-      case 2: return number();
-      case 3: return coin() ? json(pick(kWords)) : json(utf8(8));
-      case 4: return number();
+      case 0:
+        return nullptr;
+      case 1:
+        return coin();
+      case 2:
+        return number();
+      case 3:
+        return coin() ? json(pick(kWords)) : json(utf8(8));
+      case 4:
+        return number();
       case 5: {
         json a = json::array();
-        for (int64_t i = range(0, 4); i > 0; --i) a.push_back(coin(0.7) ? number() : value(depth - 1));
+        for (int64_t i = range(0, 4); i > 0; --i)
+          a.push_back(coin(0.7) ? number() : value(depth - 1));
         return a;
       }
       default: {
@@ -191,7 +224,8 @@ TEST(ConfigFuzz, RandomJsonTreesGiveAConfigOrAnInputError) {
     const json j = r.coin(0.9) ? r.config_tree() : r.value(4);
     const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);
     Config c;
-    if (only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json", input)) {
+    if (only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json",
+                          input)) {
       ++accepted;
       expect_round_trip(c, input);
     }
@@ -212,11 +246,21 @@ json mutate(Random& r, json j) {
     return j;
   }
   switch (r.range(0, 5)) {
-    case 0: j[section][r.pick(kKeys)] = r.value(2); break;
-    case 1: if (j[section].is_object() && !j[section].empty()) j[section].erase(j[section].begin()); break;
-    case 2: j[section][r.utf8(5)] = r.number(); break;
-    case 3: j[section] = r.value(2); break;
-    case 4: j[r.coin() ? r.pick(kKeys) : r.utf8(4)] = r.value(1); break;
+    case 0:
+      j[section][r.pick(kKeys)] = r.value(2);
+      break;
+    case 1:
+      if (j[section].is_object() && !j[section].empty()) j[section].erase(j[section].begin());
+      break;
+    case 2:
+      j[section][r.utf8(5)] = r.number();
+      break;
+    case 3:
+      j[section] = r.value(2);
+      break;
+    case 4:
+      j[r.coin() ? r.pick(kKeys) : r.utf8(4)] = r.value(1);
+      break;
     default: {
       // Small numeric nudges: zero, negative and off-by-one sizes are the common mistakes.
       auto& s = j[section];
@@ -243,7 +287,8 @@ TEST(ConfigFuzz, MutationsOfAValidConfigGiveAConfigOrAnInputError) {
     for (int64_t m = r.range(1, 3); m > 0; --m) j = mutate(r, j);
     const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);
     Config c;
-    if (only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json", input)) {
+    if (only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json",
+                          input)) {
       ++accepted;
       expect_round_trip(c, input);
     }
@@ -264,15 +309,24 @@ TEST(ConfigFuzz, DamagedConfigFileTextGivesAConfigOrAnInputError) {
     for (int64_t m = r.range(1, 4); m > 0; --m) {
       const size_t pos = r.range(0, damaged.size());
       switch (r.range(0, 3)) {
-        case 0: if (pos < damaged.size()) damaged[pos] = static_cast<char>(r.range(0, 255)); break;
-        case 1: damaged.insert(pos, r.coin() ? r.bytes(3) : r.pick(kWords)); break;
-        case 2: damaged.erase(pos, r.range(1, 8)); break;
-        default: damaged.resize(pos); break;
+        case 0:
+          if (pos < damaged.size()) damaged[pos] = static_cast<char>(r.range(0, 255));
+          break;
+        case 1:
+          damaged.insert(pos, r.coin() ? r.bytes(3) : r.pick(kWords));
+          break;
+        case 2:
+          damaged.erase(pos, r.range(1, 8));
+          break;
+        default:
+          damaged.resize(pos);
+          break;
       }
     }
     const std::string path = stem + "_" + std::to_string(i) + ".json";
     std::ofstream(path, std::ios::binary) << damaged;
-    only_input_errors([&] { config_from_json(read_json_file(path), path); }, "read_json_file", damaged);
+    only_input_errors([&] { config_from_json(read_json_file(path), path); }, "read_json_file",
+                      damaged);
     std::filesystem::remove(path);
     if (HasFailure()) break;
   }
@@ -286,7 +340,9 @@ TEST(ConfigFuzz, RandomSetAssignmentsGiveAConfigOrAnInputError) {
     switch (r.range(0, 3)) {
       case 0:  // well-formed key, random value text (argv may hold any bytes)
         assignment = r.pick(kSections) + "." + r.pick(kKeys) + "=" +
-                     (r.coin() ? r.pick(kWords) : r.coin() ? r.utf8(6) : r.bytes(6));
+                     (r.coin()   ? r.pick(kWords)
+                      : r.coin() ? r.utf8(6)
+                                 : r.bytes(6));
         break;
       case 1:  // random separators and spacing
         assignment = (r.coin() ? " " : "") + r.pick(kSections) + (r.coin() ? "." : "..") +
@@ -321,8 +377,10 @@ DataConfig data_config(TokenizerKind kind) {
 
 TEST(TokenizerFuzz, RandomBytesGiveTokensOrAnInputError) {
   Random r(fuzz_seed() + 4);
-  const Vocab reference_char = build_vocab("the cat sat.\n", data_config(TokenizerKind::kChar), "fixture");
-  const Vocab reference_word = build_vocab("the cat sat.\n", data_config(TokenizerKind::kWord), "fixture");
+  const Vocab reference_char =
+      build_vocab("the cat sat.\n", data_config(TokenizerKind::kChar), "fixture");
+  const Vocab reference_word =
+      build_vocab("the cat sat.\n", data_config(TokenizerKind::kWord), "fixture");
   const int cases = scaled(3000);
   for (int i = 0; i < cases; ++i) {
     // Mostly valid text with a few random bytes spliced in, so the error paths are reached
@@ -370,7 +428,8 @@ TEST(TokenizerFuzz, ValidUtf8AlwaysTokenizesAndDecodesBack) {
       EXPECT_FALSE(token.empty());
       EXPECT_EQ(token.find_first_of(" \t\n\r\v\f"), std::string::npos);
     }
-    const std::string decoded = decode(std::vector<int64_t>(word_ids.begin(), word_ids.end()), words);
+    const std::string decoded =
+        decode(std::vector<int64_t>(word_ids.begin(), word_ids.end()), words);
     EXPECT_EQ(split_tokens(decoded, TokenizerKind::kWord, "decoded").size(), word_ids.size());
     if (HasFailure()) break;
   }
@@ -383,10 +442,19 @@ TEST(VocabFuzz, RandomVocabularyFilesGiveAVocabularyOrAnInputError) {
   for (int i = 0; i < cases; ++i) {
     json j = valid;
     switch (r.range(0, 3)) {
-      case 0: j[r.pick(std::vector<std::string>{"format", "version", "tokenizer", "tokens", "extra"})] = r.value(2); break;
-      case 1: if (j["tokens"].is_array()) j["tokens"].push_back(r.coin() ? r.value(1) : json(r.utf8(3))); break;
-      case 2: j["tokens"][r.range(0, 3)] = r.coin() ? json(r.pick(kWords)) : r.value(1); break;
-      default: j = r.value(3); break;
+      case 0:
+        j[r.pick(std::vector<std::string>{"format", "version", "tokenizer", "tokens", "extra"})] =
+            r.value(2);
+        break;
+      case 1:
+        if (j["tokens"].is_array()) j["tokens"].push_back(r.coin() ? r.value(1) : json(r.utf8(3)));
+        break;
+      case 2:
+        j["tokens"][r.range(0, 3)] = r.coin() ? json(r.pick(kWords)) : r.value(1);
+        break;
+      default:
+        j = r.value(3);
+        break;
     }
     if (r.coin(0.3) && j.is_object()) j["tokenizer"] = "char";
     const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -245,13 +245,15 @@ TEST(CheckpointFile, WeightsOnlyCheckpointCannotResumeTraining) {
 }
 
 TEST(CheckpointFile, ConfigDifferencesListEveryKeyButTheIgnoredOnes) {
-  const nlohmann::json a = {{"model", {{"d_model", 16}, {"dropout", 0.1}}}, {"train", {{"max_steps", 5}}}};
+  const nlohmann::json a = {{"model", {{"d_model", 16}, {"dropout", 0.1}}},
+                            {"train", {{"max_steps", 5}}}};
   const nlohmann::json b = {{"model", {{"d_model", 32}, {"dropout", 0.1}, {"n_layer", 2}}},
                             {"train", {{"max_steps", 9}}}};
   EXPECT_EQ(config_differences(a, b),
             (std::vector<std::string>{"model.d_model: 16 vs 32", "model.n_layer: (absent) vs 2",
                                       "train.max_steps: 5 vs 9"}));
-  EXPECT_EQ(config_differences(a, b, {"model.d_model", "model.n_layer", "train.max_steps"}).size(), 0u);
+  EXPECT_EQ(config_differences(a, b, {"model.d_model", "model.n_layer", "train.max_steps"}).size(),
+            0u);
   EXPECT_TRUE(config_differences(a, a).empty());
 }
 
@@ -261,8 +263,8 @@ TEST(RunDirectory, LoadRunRefusesACheckpointFromAnotherVocabularyOrModel) {
   const auto config = testing::tiny_config(testing::write_tiny_corpus(root + "/corpus"));
   const std::string config_path = testing::write_config(root + "/config.json", config);
   const std::string run = root + "/run";
-  const auto r = testing::run_txl({"train", "--config", config_path, "--run-dir", run, "--set",
-                                   "train.max_steps=3"});
+  const auto r = testing::run_txl(
+      {"train", "--config", config_path, "--run-dir", run, "--set", "train.max_steps=3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_NO_THROW(load_run(run, "last"));
 

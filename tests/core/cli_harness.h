@@ -99,8 +99,8 @@ inline std::string write_config(const std::string& path, const nlohmann::json& c
 }
 
 struct CliResult {
-  int exit_code = -1;   // exit status, or 128 + signal when killed by one
-  std::string output;   // stdout and stderr together
+  int exit_code = -1;  // exit status, or 128 + signal when killed by one
+  std::string output;  // stdout and stderr together
 };
 
 // Starts TXL_BINARY with `args`; `env` holds extra "NAME=value" entries. Output goes to
@@ -109,11 +109,16 @@ inline pid_t spawn_txl(const std::vector<std::string>& args, const std::string& 
                        const std::vector<std::string>& env = {}) {
   // Everything the child needs is built before fork: after it only async-signal-safe calls.
   std::vector<std::string> env_strings;
+  bool wait_policy = false;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     if (entry.rfind("TXL_INJECT_", 0) == 0) continue;  // hooks only when a test asks for them
+    wait_policy = wait_policy || entry.rfind("OMP_WAIT_POLICY=", 0) == 0;
     env_strings.push_back(entry);
   }
+  // txl re-executes itself to set this (ensure_fast_blas); setting it here halves the start-up
+  // time that dominates these tests.
+  if (!wait_policy) env_strings.push_back("OMP_WAIT_POLICY=PASSIVE");
   for (const auto& e : env) env_strings.push_back(e);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
@@ -157,7 +162,8 @@ inline int wait_txl(pid_t pid, double timeout_s = 60.0) {
   return -1;
 }
 
-inline CliResult run_txl(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+inline CliResult run_txl(const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {}) {
   static int counter = 0;
   const std::string out = ::testing::TempDir() + "/txl_cli_out_" + std::to_string(::getpid()) +
                           "_" + std::to_string(counter++) + ".txt";

@@ -92,7 +92,9 @@ bool try_load(const Sample& s, const std::string& bytes, const std::string& what
 TEST(CheckpointFuzz, EveryRandomDamageIsRefusedWithAnInputError) {
   const Sample s = make_sample();
   std::mt19937_64 rng(fuzz_seed());
-  auto range = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto range = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   const int cases = scaled(400);
   for (int i = 0; i < cases; ++i) {
     std::string bytes = s.bytes;
@@ -105,7 +107,8 @@ TEST(CheckpointFuzz, EveryRandomDamageIsRefusedWithAnInputError) {
           what += " flip@" + std::to_string(pos);
           break;
         case 1:  // overwrite a run of bytes with different ones
-          for (size_t k = pos; k < std::min(bytes.size(), pos + range(1, 16)); ++k) bytes[k] = static_cast<char>(~bytes[k]);
+          for (size_t k = pos; k < std::min(bytes.size(), pos + range(1, 16)); ++k)
+            bytes[k] = static_cast<char>(~bytes[k]);
           what += " overwrite@" + std::to_string(pos);
           break;
         case 2:  // cut
@@ -129,7 +132,9 @@ TEST(CheckpointFuzz, ForgedPayloadsWithValidChecksumsNeverCrash) {
   const Sample s = make_sample();
   const size_t payload_at = 48 + get_u64(s.bytes, 16);
   std::mt19937_64 rng(fuzz_seed() + 1);
-  auto range = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto range = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   int loaded = 0, refused = 0;
   const int cases = scaled(50);
   for (int i = 0; i < cases; ++i) {

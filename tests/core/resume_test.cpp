@@ -38,7 +38,8 @@ struct Fixture {
   std::string config_path;
 };
 
-Fixture make_fixture(const std::string& name, const nlohmann::json& changes = nlohmann::json::object()) {
+Fixture make_fixture(const std::string& name,
+                     const nlohmann::json& changes = nlohmann::json::object()) {
   Fixture f;
   f.root = fresh_dir(name);
   auto config = tiny_config(write_tiny_corpus(f.root + "/corpus"));
@@ -86,8 +87,8 @@ TEST(ExactResume, MaxStepsKThenResumeWithMoreStepsGivesTheSameLosses) {
   constexpr int64_t kSteps = 40;
   const auto expected = uninterrupted(f, kSteps);
   const std::string run = f.root + "/extended";
-  const auto first = run_txl({"train", "--config", f.config_path, "--run-dir", run, "--set",
-                              "train.max_steps=17"});
+  const auto first = run_txl(
+      {"train", "--config", f.config_path, "--run-dir", run, "--set", "train.max_steps=17"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const auto resumed = run_txl({"train", "--resume", run, "--set", "train.max_steps=40"});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
@@ -113,7 +114,8 @@ bool wait_for_progress(const std::string& log, int lines, double timeout_s) {
 TEST(Interrupt, SigintMidTrainingExits130WithALoadableCheckpointAndResumeMatches) {
   // max_steps far away so the signal lands mid-training; constant schedule after warm-up so
   // the resumed run, cut to a nearer max_steps, can be compared with an uninterrupted run.
-  const Fixture f = make_fixture("sigint", {{"train", {{"min_lr_ratio", 1.0}, {"max_steps", 1000000}}}});
+  const Fixture f =
+      make_fixture("sigint", {{"train", {{"min_lr_ratio", 1.0}, {"max_steps", 1000000}}}});
   const std::string run = f.root + "/run";
   const std::string log = f.root + "/train.log";
   const pid_t pid = testing::spawn_txl({"train", "--config", f.config_path, "--run-dir", run}, log);
@@ -129,8 +131,8 @@ TEST(Interrupt, SigintMidTrainingExits130WithALoadableCheckpointAndResumeMatches
   const int64_t stopped_at = read_checkpoint_state(ckpt).step;
   EXPECT_GE(stopped_at, 5);
   const int64_t total = stopped_at + 12;
-  const auto resumed = run_txl({"train", "--resume", run, "--set",
-                                "train.max_steps=" + std::to_string(total)});
+  const auto resumed =
+      run_txl({"train", "--resume", run, "--set", "train.max_steps=" + std::to_string(total)});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(read_checkpoint_state(ckpt).step, total);
   expect_same_losses(uninterrupted(f, total), read_losses(run), total);
@@ -139,8 +141,8 @@ TEST(Interrupt, SigintMidTrainingExits130WithALoadableCheckpointAndResumeMatches
 TEST(Interrupt, KillNineLosesOnlyTheStepsSinceTheLastCheckpointAndResumeMatches) {
   // Checkpoints every 3 steps; kill -9 lands anywhere, possibly mid-write. The resumed run
   // drops the metrics lines logged after the checkpoint and logs those steps again, equal.
-  const Fixture f = make_fixture("kill9", {{"train", {{"min_lr_ratio", 1.0}, {"max_steps", 1000000},
-                                                      {"eval_interval", 3}}}});
+  const Fixture f = make_fixture(
+      "kill9", {{"train", {{"min_lr_ratio", 1.0}, {"max_steps", 1000000}, {"eval_interval", 3}}}});
   const std::string run = f.root + "/run";
   const std::string log = f.root + "/train.log";
   const pid_t pid = testing::spawn_txl({"train", "--config", f.config_path, "--run-dir", run}, log);
@@ -150,15 +152,15 @@ TEST(Interrupt, KillNineLosesOnlyTheStepsSinceTheLastCheckpointAndResumeMatches)
   ASSERT_NO_THROW(verify_checkpoint(run + "/checkpoint.pt"));
   const int64_t at = read_checkpoint_state(run + "/checkpoint.pt").step;
   const int64_t total = at + 5;
-  const auto resumed = run_txl({"train", "--resume", run, "--set",
-                                "train.max_steps=" + std::to_string(total)});
+  const auto resumed =
+      run_txl({"train", "--resume", run, "--set", "train.max_steps=" + std::to_string(total)});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   expect_same_losses(uninterrupted(f, total), read_losses(run), total);
 }
 
 TEST(Interrupt, SecondSigintExitsAtOnceAndKeepsTheLastCheckpointIntact) {
-  const Fixture f = make_fixture("double_sigint",
-                                 {{"train", {{"max_steps", 1000000}, {"eval_interval", 3}}}});
+  const Fixture f =
+      make_fixture("double_sigint", {{"train", {{"max_steps", 1000000}, {"eval_interval", 3}}}});
   const std::string run = f.root + "/run";
   const std::string log = f.root + "/train.log";
   const pid_t pid = testing::spawn_txl({"train", "--config", f.config_path, "--run-dir", run}, log);
@@ -169,8 +171,8 @@ TEST(Interrupt, SecondSigintExitsAtOnceAndKeepsTheLastCheckpointIntact) {
   // Whether the first signal's checkpoint was written or cut off, checkpoint.pt is whole.
   ASSERT_NO_THROW(verify_checkpoint(run + "/checkpoint.pt"));
   const int64_t at = read_checkpoint_state(run + "/checkpoint.pt").step;
-  const auto resumed = run_txl({"train", "--resume", run, "--set",
-                                "train.max_steps=" + std::to_string(at + 3)});
+  const auto resumed =
+      run_txl({"train", "--resume", run, "--set", "train.max_steps=" + std::to_string(at + 3)});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   // Temporaries a cut-off write may leave are gone after the resume.
   for (const auto& entry : std::filesystem::directory_iterator(run)) {
@@ -179,7 +181,8 @@ TEST(Interrupt, SecondSigintExitsAtOnceAndKeepsTheLastCheckpointIntact) {
 }
 
 TEST(Interrupt, ASecondTrainerOnTheSameRunDirectoryIsRefused) {
-  const Fixture f = make_fixture("lock", {{"train", {{"max_steps", 1000000}, {"eval_interval", 2}}}});
+  const Fixture f =
+      make_fixture("lock", {{"train", {{"max_steps", 1000000}, {"eval_interval", 2}}}});
   const std::string run = f.root + "/run";
   const std::string log = f.root + "/train.log";
   const pid_t pid = testing::spawn_txl({"train", "--config", f.config_path, "--run-dir", run}, log);

@@ -24,71 +24,87 @@ using testing::run_txl;
 using testing::write_text;
 
 struct BadInput {
-  const char* name;
-  // Applied to a valid config (merge patch), or, when `config_text` is set, the whole file.
-  json patch;
-  const char* config_text = nullptr;
-  std::vector<std::string> extra_args = {};
-  // Damage to the corpus folder before the run.
-  void (*corpus)(const std::string& dir) = nullptr;
-  std::string expected;  // part of the message
+  std::string name;
+  json patch = json::object();  // merged into a valid config
+  std::string config_text;      // when set: the whole config file instead
+  std::vector<std::string> extra_args;
+  void (*corpus)(const std::string& dir) = nullptr;  // damage done to the corpus folder
+  std::string expected;                              // part of the message
 };
 
+// The rows of the table, by what they change: a key of a valid config, the whole config
+// file, a --set argument, or the corpus folder.
+BadInput cfg(std::string name, json patch, std::string expected) {
+  return {std::move(name), std::move(patch), "", {}, nullptr, std::move(expected)};
+}
+BadInput file(std::string name, std::string text, std::string expected) {
+  return {std::move(name), json::object(), std::move(text), {}, nullptr, std::move(expected)};
+}
+BadInput arg(std::string name, std::string assignment, std::string expected) {
+  BadInput b = cfg(std::move(name), json::object(), std::move(expected));
+  b.extra_args = {"--set", std::move(assignment)};
+  return b;
+}
+BadInput data(std::string name, void (*damage)(const std::string&), std::string expected) {
+  BadInput b = cfg(std::move(name), json::object(), std::move(expected));
+  b.corpus = damage;
+  return b;
+}
+
 std::vector<BadInput> bad_inputs() {
+  using D = const std::string&;  // the corpus folder
+  // One row per case.
+  // clang-format off
   return {
       // Unknown keys at every level, with the valid ones listed.
-      {"unknown_section", {{"modle", json::object()}}, nullptr, {}, nullptr, "unknown key \"modle\""},
-      {"unknown_data_key", {{"data", {{"dirs", "x"}}}}, nullptr, {}, nullptr, "unknown key \"data.dirs\""},
-      {"unknown_model_key", {{"model", {{"layers", 2}}}}, nullptr, {}, nullptr, "unknown key \"model.layers\""},
-      {"unknown_train_key", {{"train", {{"learning_rate", 0.1}}}}, nullptr, {}, nullptr,
-       "unknown key \"train.learning_rate\""},
-      {"unknown_eval_key", {{"eval", {{"length", 8}}}}, nullptr, {}, nullptr, "unknown key \"eval.length\""},
-      {"unknown_set_key", json::object(), nullptr, {"--set", "model.nlayer=2"}, nullptr,
-       "unknown key \"model.nlayer\""},
+      cfg("unknown_section", {{"modle", json::object()}}, "unknown key \"modle\""),
+      cfg("unknown_data_key", {{"data", {{"dirs", "x"}}}}, "unknown key \"data.dirs\""),
+      cfg("unknown_model_key", {{"model", {{"layers", 2}}}}, "unknown key \"model.layers\""),
+      cfg("unknown_train_key", {{"train", {{"learning_rate", 0.1}}}},
+          "unknown key \"train.learning_rate\""),
+      cfg("unknown_eval_key", {{"eval", {{"length", 8}}}}, "unknown key \"eval.length\""),
+      arg("unknown_set_key", "model.nlayer=2", "unknown key \"model.nlayer\""),
       // Wrong types.
-      {"string_for_int", {{"model", {{"n_layer", "2"}}}}, nullptr, {}, nullptr, "model.n_layer must be an integer"},
-      {"string_for_number", {{"train", {{"lr", "fast"}}}}, nullptr, {}, nullptr, "train.lr must be a number"},
-      {"section_not_object", {{"model", json::array()}}, nullptr, {}, nullptr, "model must be an object"},
-      {"bad_enum", {{"model", {{"pos_encoding", "rotary"}}}}, nullptr, {}, nullptr,
-       "model.pos_encoding: \"rotary\" is not valid"},
-      {"set_wrong_type", json::object(), nullptr, {"--set", "model.n_layer=two"}, nullptr,
-       "model.n_layer must be an integer"},
+      cfg("string_for_int", {{"model", {{"n_layer", "2"}}}}, "model.n_layer must be an integer"),
+      cfg("string_for_number", {{"train", {{"lr", "fast"}}}}, "train.lr must be a number"),
+      cfg("section_not_object", {{"model", json::array()}}, "model must be an object"),
+      cfg("bad_enum", {{"model", {{"pos_encoding", "rotary"}}}},
+          "model.pos_encoding: \"rotary\" is not valid"),
+      arg("set_wrong_type", "model.n_layer=two", "model.n_layer must be an integer"),
       // Zero and negative sizes, lengths not positive.
-      {"zero_layers", {{"model", {{"n_layer", 0}}}}, nullptr, {}, nullptr, "model.n_layer (0) must be >= 1"},
-      {"negative_d_inner", {{"model", {{"d_inner", -4}}}}, nullptr, {}, nullptr, "model.d_inner (-4) must be >= 1"},
-      {"zero_batch", {{"train", {{"batch_size", 0}}}}, nullptr, {}, nullptr, "train.batch_size (0) must be >= 1"},
-      {"zero_tgt_len", {{"train", {{"tgt_len", 0}}}}, nullptr, {}, nullptr, "train.tgt_len (0) must be >= 1"},
-      {"negative_mem_len", {{"train", {{"mem_len", -1}}}}, nullptr, {}, nullptr, "train.mem_len (-1) must be >= 0"},
-      {"dropout_one", {{"model", {{"dropout", 1.0}}}}, nullptr, {}, nullptr, "model.dropout (1.0) must be in [0, 1)"},
-      {"empty_lengths", {{"eval", {{"lengths", json::array()}}}}, nullptr, {}, nullptr, "eval.lengths is empty"},
-      {"zero_length", {{"eval", {{"lengths", {8, 0}}}}}, nullptr, {}, nullptr, "eval.lengths[1] (0) must be >= 1"},
+      cfg("zero_layers", {{"model", {{"n_layer", 0}}}}, "model.n_layer (0) must be >= 1"),
+      cfg("negative_d_inner", {{"model", {{"d_inner", -4}}}}, "model.d_inner (-4) must be >= 1"),
+      cfg("zero_batch", {{"train", {{"batch_size", 0}}}}, "train.batch_size (0) must be >= 1"),
+      cfg("zero_tgt_len", {{"train", {{"tgt_len", 0}}}}, "train.tgt_len (0) must be >= 1"),
+      cfg("negative_mem_len", {{"train", {{"mem_len", -1}}}}, "train.mem_len (-1) must be >= 0"),
+      cfg("dropout_one", {{"model", {{"dropout", 1.0}}}}, "model.dropout (1.0) must be in [0, 1)"),
+      cfg("empty_lengths", {{"eval", {{"lengths", json::array()}}}}, "eval.lengths is empty"),
+      cfg("zero_length", {{"eval", {{"lengths", {8, 0}}}}}, "eval.lengths[1] (0) must be >= 1"),
       // Cross-field rules.
-      {"heads_do_not_split", {{"model", {{"d_model", 20}}}}, nullptr, {}, nullptr,
-       "model.d_model (20) must equal model.n_head * model.d_head (2 * 8 = 16)"},
-      {"absolute_with_memory", {{"model", {{"pos_encoding", "absolute"}}}}, nullptr, {}, nullptr,
-       "requires train.mem_len = 0"},
+      cfg("heads_do_not_split", {{"model", {{"d_model", 20}}}},
+          "model.d_model (20) must equal model.n_head * model.d_head (2 * 8 = 16)"),
+      cfg("absolute_with_memory", {{"model", {{"pos_encoding", "absolute"}}}},
+          "requires train.mem_len = 0"),
       // The file itself.
-      {"invalid_json", json(), "{\"model\": {\"n_layer\": 2,}}", {}, nullptr, "invalid JSON at byte"},
-      {"no_data_dir", json(), "{\"model\": {}}", {}, nullptr, "data.dir is required"},
+      file("invalid_json", "{\"model\": {\"n_layer\": 2,}}", "invalid JSON at byte"),
+      file("no_data_dir", "{\"model\": {}}", "data.dir is required"),
       // The corpus.
-      {"corpus_missing", {{"data", {{"dir", "/nonexistent/txl/corpus"}}}}, nullptr, {}, nullptr,
-       "/nonexistent/txl/corpus does not exist"},
-      {"missing_split", json::object(), nullptr, {}, [](const std::string& d) { fs::remove(d + "/valid.txt"); },
-       "valid.txt: missing"},
-      {"empty_split", json::object(), nullptr, {}, [](const std::string& d) { write_text(d + "/test.txt", ""); },
-       "the test split is empty"},
-      {"whitespace_split", json::object(), nullptr, {},
-       [](const std::string& d) { write_text(d + "/valid.txt", " \n\t\r\n  \n"); }, "holds only whitespace"},
-      {"invalid_utf8", json::object(), nullptr, {},
-       [](const std::string& d) { write_text(d + "/train.txt", "good text \xC3\x28 then bad"); },
-       "invalid UTF-8 at byte offset 10"},
-      {"split_is_directory", json::object(), nullptr, {},
-       [](const std::string& d) { fs::remove(d + "/train.txt"); fs::create_directories(d + "/train.txt"); },
-       "train.txt: is a directory"},
+      cfg("corpus_missing", {{"data", {{"dir", "/nonexistent/txl/corpus"}}}},
+          "/nonexistent/txl/corpus does not exist"),
+      data("missing_split", [](D d) { fs::remove(d + "/valid.txt"); }, "valid.txt: missing"),
+      data("empty_split", [](D d) { write_text(d + "/test.txt", ""); }, "the test split is empty"),
+      data("whitespace_split", [](D d) { write_text(d + "/valid.txt", " \n\t\r\n  \n"); },
+           "holds only whitespace"),
+      data("invalid_utf8", [](D d) { write_text(d + "/train.txt", "good text \xC3\x28 then"); },
+           "invalid UTF-8 at byte offset 10"),
+      data("split_is_directory",
+           [](D d) { fs::remove(d + "/train.txt"); fs::create_directories(d + "/train.txt"); },
+           "train.txt: is a directory"),
       // Found only once the data is loaded: the half-made run directory is removed again.
-      {"too_few_tokens_for_batch", {{"train", {{"batch_size", 1000}}}}, nullptr, {}, nullptr,
-       "too few for train.batch_size = 1000"},
+      cfg("too_few_tokens_for_batch", {{"train", {{"batch_size", 1000}}}},
+          "too few for train.batch_size = 1000"),
   };
+  // clang-format on
 }
 
 TEST(BadInput, EachMalformedConfigOrCorpusExits2NamingTheProblemAndCreatesNoRunDirectory) {
@@ -105,7 +121,7 @@ TEST(BadInput, EachMalformedConfigOrCorpusExits2NamingTheProblemAndCreatesNoRunD
       if (c.corpus) c.corpus(corpus);
       json config = testing::tiny_config(corpus);
       config.merge_patch(c.patch);
-      write_text(dir + "/config.json", c.config_text ? std::string(c.config_text) : config.dump());
+      write_text(dir + "/config.json", c.config_text.empty() ? config.dump() : c.config_text);
       std::vector<std::string> args = {"train", "--config", dir + "/config.json", "--run-dir",
                                        dir + "/run"};
       args.insert(args.end(), c.extra_args.begin(), c.extra_args.end());
@@ -158,7 +174,8 @@ TEST(RunDirectory, AnExistingRunIsNeverOverwrittenWithoutForce) {
 
   const auto again = run_txl({"train", "--config", r.config_path, "--run-dir", r.run});
   EXPECT_EQ(again.exit_code, 2);
-  EXPECT_NE(again.output.find("already holds a run; use --resume " + r.run), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("already holds a run; use --resume " + r.run), std::string::npos)
+      << again.output;
   EXPECT_EQ(read_text(r.run + "/checkpoint.pt"), checkpoint);
   EXPECT_EQ(read_text(r.run + "/metrics.jsonl"), metrics);
 
@@ -193,7 +210,8 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   auto set_model = run_txl({"train", "--resume", r.run, "--set", "model.d_inner=48"});
   EXPECT_EQ(set_model.exit_code, 2);
   EXPECT_NE(set_model.output.find("model.d_inner cannot change on --resume; only train.max_steps"),
-            std::string::npos) << set_model.output;
+            std::string::npos)
+      << set_model.output;
 
   json other = json::parse(read_text(r.config_path));
   other["model"]["d_inner"] = 48;
@@ -201,7 +219,8 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   const std::string other_path = testing::write_config(r.root + "/other.json", other);
   auto with_config = run_txl({"train", "--resume", r.run, "--config", other_path});
   EXPECT_EQ(with_config.exit_code, 2);
-  EXPECT_NE(with_config.output.find("model.d_inner: 32 vs 48"), std::string::npos) << with_config.output;
+  EXPECT_NE(with_config.output.find("model.d_inner: 32 vs 48"), std::string::npos)
+      << with_config.output;
 
   auto missing = run_txl({"train", "--resume", r.root + "/nothing"});
   EXPECT_EQ(missing.exit_code, 2);
@@ -215,8 +234,10 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   write_text(r.run + "/config.json", edited.dump());
   auto edited_run = run_txl({"train", "--resume", r.run});
   EXPECT_EQ(edited_run.exit_code, 2);
-  EXPECT_NE(edited_run.output.find("different configuration"), std::string::npos) << edited_run.output;
-  EXPECT_NE(edited_run.output.find("train.lr: 0.003 vs 0.5"), std::string::npos) << edited_run.output;
+  EXPECT_NE(edited_run.output.find("different configuration"), std::string::npos)
+      << edited_run.output;
+  EXPECT_NE(edited_run.output.find("train.lr: 0.003 vs 0.5"), std::string::npos)
+      << edited_run.output;
   write_text(r.run + "/config.json", config_text);
 
   // The training text changed but gives the same vocabulary: the stream position would
@@ -234,21 +255,25 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   write_text(r.run + "/checkpoint.pt", bytes);
   auto damaged = run_txl({"train", "--resume", r.run, "--set", "train.max_steps=8"});
   EXPECT_EQ(damaged.exit_code, 2);
-  EXPECT_NE(damaged.output.find(r.run + "/checkpoint.pt: corrupted"), std::string::npos) << damaged.output;
+  EXPECT_NE(damaged.output.find(r.run + "/checkpoint.pt: corrupted"), std::string::npos)
+      << damaged.output;
   EXPECT_EQ(damaged.output.find("terminate called"), std::string::npos) << damaged.output;
 }
 
 TEST(NonFinite, InjectedNanStopsNamingTheStepAndTheResumedRunEqualsTheUninterruptedOne) {
   const RunFixture r = make_run("nan_stop", {{"train", {{"max_steps", 12}, {"eval_interval", 5}}}});
-  const auto reference = run_txl({"train", "--config", r.config_path, "--run-dir", r.root + "/ref"});
+  const auto reference =
+      run_txl({"train", "--config", r.config_path, "--run-dir", r.root + "/ref"});
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
 
   const auto stopped = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
                                {"TXL_INJECT_NAN_AT_STEP=7"});
   EXPECT_EQ(stopped.exit_code, 1);
   EXPECT_NE(stopped.output.find("step 7: loss nan"), std::string::npos) << stopped.output;
-  EXPECT_NE(stopped.output.find("holds step 6, the last finite state"), std::string::npos) << stopped.output;
-  EXPECT_NE(stopped.output.find("--set train.skip_nonfinite=true"), std::string::npos) << stopped.output;
+  EXPECT_NE(stopped.output.find("holds step 6, the last finite state"), std::string::npos)
+      << stopped.output;
+  EXPECT_NE(stopped.output.find("--set train.skip_nonfinite=true"), std::string::npos)
+      << stopped.output;
   EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 6);
 
   const auto resumed = run_txl({"train", "--resume", r.run});
@@ -260,12 +285,15 @@ TEST(NonFinite, InjectedNanStopsNamingTheStepAndTheResumedRunEqualsTheUninterrup
 }
 
 TEST(NonFinite, SkipNonfiniteSkipsAndCountsTheSteps) {
-  const RunFixture r = make_run("nan_skip", {{"train", {{"max_steps", 10}, {"skip_nonfinite", true}}}});
+  const RunFixture r =
+      make_run("nan_skip", {{"train", {{"max_steps", 10}, {"skip_nonfinite", true}}}});
   const auto result = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
                               {"TXL_INJECT_NAN_AT_STEP=3,4"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("step      3: loss nan / gradient norm nan is not finite; skipped (1 so far)"),
-            std::string::npos) << result.output;
+  EXPECT_NE(result.output.find(
+                "step      3: loss nan / gradient norm nan is not finite; skipped (1 so far)"),
+            std::string::npos)
+      << result.output;
   EXPECT_NE(result.output.find("2 non-finite steps skipped"), std::string::npos) << result.output;
   const auto state = read_checkpoint_state(r.run + "/checkpoint.pt");
   EXPECT_EQ(state.step, 10);
@@ -279,14 +307,16 @@ TEST(NonFinite, SkipNonfiniteSkipsAndCountsTheSteps) {
 }
 
 TEST(NonFinite, PersistentNonFiniteStepsStopEvenWhenSkipping) {
-  const RunFixture r = make_run("nan_persistent", {{"train", {{"max_steps", 30}, {"skip_nonfinite", true}}}});
+  const RunFixture r =
+      make_run("nan_persistent", {{"train", {{"max_steps", 30}, {"skip_nonfinite", true}}}});
   std::string steps;
   for (int s = 2; s <= 30; ++s) steps += (s > 2 ? "," : "") + std::to_string(s);
   const auto result = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
                               {"TXL_INJECT_NAN_AT_STEP=" + steps});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("20 consecutive non-finite steps were skipped, giving up"),
-            std::string::npos) << result.output;
+            std::string::npos)
+      << result.output;
   EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 21);
 }
 

@@ -10,9 +10,10 @@
 
 namespace txl {
 
-// Settings that are read once, when a library is loaded, so they have to be in the
-// environment before our process starts; when one is missing this sets it and re-executes
-// the program once. Call first thing in main(). TXL_NO_BLAS_FIX=1 disables both.
+// Settings that libraries read once, when they are loaded, so they must be in the
+// environment before the process starts: when one is missing, ensure_fast_blas sets it
+// and re-executes the program once (~0.35 s on an idle machine). Call it first thing in
+// main(). TXL_NO_BLAS_FIX=1 disables both.
 //  - OpenBLAS 0.3.21 misdetects AVX-512 CPUs it does not know (e.g. AMD Zen 4) as Prescott
 //    and runs a generic kernel (~35 instead of ~155 GFLOP/s per core, shared/NOTES.md
 //    section 6): when OpenBLAS is loaded, the CPU has AVX-512, OPENBLAS_CORETYPE is unset
@@ -20,9 +21,10 @@ namespace txl {
 //    (inspect_blas() reports a slow kernel with the remedy.)
 //  - OpenMP threads (LibTorch's and OpenBLAS's) by default spin ~300k iterations at every
 //    barrier. On a machine others are also using, a spinning thread takes the core from
-//    the thread it waits for: `txl bench` on 2 busy cores (load 5) ran 2.6-3.3x slower than
-//    with OMP_WAIT_POLICY=PASSIVE (threads sleep at once). Unless OMP_WAIT_POLICY or
-//    GOMP_SPINCOUNT is set, and with more than one core, OMP_WAIT_POLICY=PASSIVE.
+//    the thread it waits for: `txl bench` (2 threads, 2 cores, load 3-8 from other work)
+//    ran 1.07-7x slower than with OMP_WAIT_POLICY=PASSIVE (threads sleep at once); on an
+//    idle machine spinning won by 3%. Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, and
+//    with more than one core, OMP_WAIT_POLICY=PASSIVE. (OMP_WAIT_POLICY=ACTIVE to spin.)
 void ensure_fast_blas(int argc, char** argv);
 
 // glibc's malloc serves blocks above its mmap threshold (adaptive, at most 32 MB) with
