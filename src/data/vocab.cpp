@@ -180,7 +180,7 @@ Vocab Vocab::load(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(buf.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InputError(path + ": invalid JSON: " + e.what());
   }
   return from_json(j, path);

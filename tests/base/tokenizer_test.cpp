@@ -338,6 +338,9 @@ TEST_F(VocabFile, LoadNamesThePathOnEveryProblem) {
   const std::string wrong = write("wrong.json", R"({"format":"other"})");
   EXPECT_TRUE(contains(input_error([&] { Vocab::load(wrong); }), wrong + ": not a txl vocabulary"));
   EXPECT_TRUE(contains(input_error([&] { Vocab::load(dir_.string()); }), dir_.string()));
+  // A number too large for a double is nlohmann's out_of_range, not a parse_error.
+  const std::string huge = write("huge.json", R"({"format":1e999})");
+  EXPECT_TRUE(contains(input_error([&] { Vocab::load(huge); }), huge + ": invalid JSON"));
 }
 
 }  // namespace

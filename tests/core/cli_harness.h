@@ -103,16 +103,25 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-// Starts TXL_BINARY with `args`; `env` holds extra "NAME=value" entries. Output goes to
-// `output_path`. Returns the child's pid.
+// Starts TXL_BINARY with `args`; `env` holds "NAME=value" entries that are added to (or
+// replace) this process's environment. stdout goes to `output_path`, stderr too unless
+// `error_path` names another file. Returns the child's pid.
 inline pid_t spawn_txl(const std::vector<std::string>& args, const std::string& output_path,
-                       const std::vector<std::string>& env = {}) {
+                       const std::vector<std::string>& env = {}, const std::string& error_path = "") {
   // Everything the child needs is built before fork: after it only async-signal-safe calls.
+  const auto overridden = [&env](const std::string& entry) {
+    const auto name = entry.substr(0, entry.find('=') + 1);
+    for (const auto& e : env) {
+      if (e.rfind(name, 0) == 0) return true;
+    }
+    return false;
+  };
   std::vector<std::string> env_strings;
   bool wait_policy = false;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     if (entry.rfind("TXL_INJECT_", 0) == 0) continue;  // hooks only when a test asks for them
+    if (overridden(entry)) continue;
     wait_policy = wait_policy || entry.rfind("OMP_WAIT_POLICY=", 0) == 0;
     env_strings.push_back(entry);
   }
@@ -136,6 +145,12 @@ inline pid_t spawn_txl(const std::vector<std::string>& args, const std::string& 
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     ::close(fd);
+    if (!error_path.empty()) {
+      const int efd = ::open(error_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (efd < 0) ::_exit(127);
+      ::dup2(efd, 2);
+      ::close(efd);
+    }
     ::execve(binary.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }

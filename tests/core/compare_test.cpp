@@ -234,7 +234,7 @@ TEST(CompareCli, MissingGnuplotIsExitCode1AfterTheJsonIsWritten) {
   const auto t = train_two_runs("compare_nognuplot");
   const auto json = t.dir + "/cmp.json", png = t.dir + "/cmp.png";
   const auto r = run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--json", json, "--plot", png},
-                         "PATH=" + t.dir + "/empty-path");
+                         {"PATH=" + t.dir + "/empty-path"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("gnuplot-nox"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(json));

@@ -1,44 +1,34 @@
-// Helpers for end-to-end tests that run the real `txl` executable (TXL_BINARY): a private
-// scratch directory per test, tiny corpora and tiny trained runs (a few steps, ~1 s each).
+// Helpers for end-to-end tests that run the real `txl` executable: a private scratch
+// directory per test, tiny corpora and tiny trained runs (a few steps, ~1 s each). Processes
+// are started by cli_harness.h; this keeps stdout and stderr apart and adds the tiny runs.
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli_harness.h"
 
 namespace txl::cli_test {
 
 namespace fs = std::filesystem;
 
+// The result of one run: exit code, and stdout and stderr kept apart.
 struct CliResult {
   int code = -1;
   std::string out;
   std::string err;
 };
 
-inline std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+inline std::string slurp(const std::string& path) { return txl::testing::read_text(path); }
 
 inline void write_text(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << text;
+  txl::testing::write_text(path, text);
 }
 
 // This test's scratch root: TempDir()/txl_<suite>_<test>_<pid>.
@@ -64,21 +54,19 @@ inline std::string scratch_dir(const std::string& name) {
   return dir.string();
 }
 
-// Runs `env_prefix TXL_BINARY args...` through the shell; captures stdout and stderr.
-inline CliResult run_txl(const std::vector<std::string>& args, const std::string& env_prefix = "") {
+// Runs TXL_BINARY with `args` (no shell); `env` holds "NAME=value" entries added to, or
+// replacing, this process's environment (txl::testing::spawn_txl).
+inline CliResult run_txl(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
   static int counter = 0;
-  const auto base = fs::path(::testing::TempDir()) /
-                    ("txl_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  std::string cmd = env_prefix + " " + shell_quote(TXL_BINARY);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " >" + shell_quote(base.string() + ".out") + " 2>" + shell_quote(base.string() + ".err");
-  const int status = std::system(cmd.c_str());
+  const auto base = (fs::path(::testing::TempDir()) /
+                     ("txl_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+                        .string();
   CliResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(base.string() + ".out");
-  r.err = slurp(base.string() + ".err");
-  fs::remove(base.string() + ".out");
-  fs::remove(base.string() + ".err");
+  r.code = txl::testing::wait_txl(txl::testing::spawn_txl(args, base + ".out", env, base + ".err"), 300.0);
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  fs::remove(base + ".out");
+  fs::remove(base + ".err");
   return r;
 }
 
