@@ -6,8 +6,8 @@
 # Usage: scripts/demo.sh
 # Environment:
 #   DEMO_STEPS=N   override train.max_steps of both configs (e.g. DEMO_STEPS=50 for a smoke run)
-# Outputs: runs/demo-kjv-{relative,absolute}/ (run dirs with eval.json and eval.txt),
-#          runs/demo-compare.{json,png} when `txl compare` is available.
+# Outputs: runs/demo-kjv-{relative,absolute}/ (run directories),
+#          runs/demo-compare.{json,png,svg}.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,28 +58,12 @@ for enc in "${encodings[@]}"; do
   phase_done "train $enc"
 done
 
-# eval prints its table; keep a copy so it can be shown again below.
-for enc in "${encodings[@]}"; do
-  run="runs/demo-kjv-$enc"
-  "$txl" eval --run "$run" --lengths "$lengths" --json "$run/eval.json" 2>&1 | tee "$run/eval.txt"
-  phase_done "eval $enc"
-done
-
-# `compare` may not exist yet. A CLI11 program answers `--help` even after an unknown
-# positional word, so success alone proves nothing: require compare's own --plot option.
-compare_help="$("$txl" compare --help 2>&1)" || compare_help=""
-if grep -q -- '--plot' <<<"$compare_help"; then
-  "$txl" compare "runs/demo-kjv-${encodings[0]}" "runs/demo-kjv-${encodings[1]}" \
-    --lengths "$lengths" --json runs/demo-compare.json --plot runs/demo-compare.png
-  phase_done compare
-  echo "[demo] comparison: runs/demo-compare.json, plot: runs/demo-compare.png"
-else
-  echo "[demo] 'txl compare' is not available; the two evaluations:"
-  for enc in "${encodings[@]}"; do
-    echo "=== $enc (runs/demo-kjv-$enc/eval.json) ==="
-    cat "runs/demo-kjv-$enc/eval.txt"
-  done
-fi
+# compare evaluates both runs on the same windows (caching each run's results in
+# RUN/eval-cache), prints the table with paired intervals and draws the plot.
+"$txl" compare "runs/demo-kjv-${encodings[0]}" "runs/demo-kjv-${encodings[1]}" \
+  --lengths "$lengths" --json runs/demo-compare.json --plot runs/demo-compare.png
+phase_done "eval + compare"
+echo "[demo] comparison: runs/demo-compare.json, plot: runs/demo-compare.png (and .svg)"
 
 printf '%s\n' "${summary[@]}"
 printf '[demo] %-22s %6d s\n' "total wall time" $(( SECONDS - t_total ))
