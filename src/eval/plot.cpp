@@ -99,7 +99,8 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, c
   std::string s;
   s += "set encoding utf8\n";
   s += "set termoption noenhanced\n";
-  s += fmt::format("set title {}\n", gp_quote(spec.title));
+  // One line higher than gnuplot puts it: the training-length label sits above the graph.
+  s += fmt::format("set title {} offset 0,1\n", gp_quote(spec.title));
   s += fmt::format("set xlabel {}\n", gp_quote(spec.xlabel));
   s += fmt::format("set ylabel {}\n", gp_quote(spec.ylabel + (log_y ? " (log scale)" : "")));
   s += "set logscale x 2\n";
