@@ -8,7 +8,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "txl/cli/commands.h"
-#include "txl/cli/options.h"
+#include "txl/cli/eval_options.h"
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/compare.h"
@@ -25,34 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CompareCommandOptions {
+struct CompareCommandOptions : EvalCliOptions {
   std::vector<std::string> run_dirs;
-  std::string split;
-  std::string lengths;
-  std::string method = "nonoverlap";
-  std::string json_path;
   std::string plot_path;
-  std::string checkpoint = "best";
-  std::string precision = "fp32";
-  int64_t stride = 0;
-  int64_t mem_len = -1;
-  int64_t clamp_len = -1;
-  int64_t streams = 16;
-  int64_t max_tokens = 0;
-  int64_t threads = 0;
-  bool per_position = false;
-  bool no_cache = false;
 };
-
-// An output path must be a file in an existing directory; checked before any work.
-void check_output_path(const std::string& path, const std::string& option) {
-  if (path.empty()) return;
-  if (is_directory(path)) throw InputError(option + " " + path + " is a directory; expected a file path");
-  const auto parent = fs::path(path).parent_path();
-  if (!parent.empty() && !is_directory(parent.string())) {
-    throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");
-  }
-}
 
 bool ends_with_png(const std::string& path) {
   const auto ext = fs::path(path).extension().string();
@@ -91,28 +67,14 @@ PlotSpec make_plot_spec(const Comparison& c) {
 
 int run_compare(const CompareCommandOptions& o) {
   // 1. Every option, before any work: bad input writes nothing.
-  EvalSettings settings;
-  settings.method = parse_eval_method(o.method);
-  settings.precision = parse_precision(o.precision, "--precision");
-  settings.stride = o.stride;
-  settings.mem_len = o.mem_len;
-  settings.clamp_len = o.clamp_len;
-  settings.streams = o.streams;
-  settings.max_tokens = o.max_tokens;
   if (o.run_dirs.empty()) throw InputError("txl compare needs at least one run directory");
-  if (o.checkpoint != "best" && o.checkpoint != "last") {
-    throw InputError("--checkpoint \"" + o.checkpoint + "\" is not valid; expected best or last");
-  }
-  if (!o.split.empty() && o.split != "valid" && o.split != "test") {
-    throw InputError("--split \"" + o.split + "\" is not valid; expected valid or test");
-  }
-  if (o.max_tokens < 0) throw InputError("--max-tokens must be >= 0, got " + std::to_string(o.max_tokens));
-  check_output_path(o.json_path, "--json");
+  const auto checked = check_eval_options(o);
+  const EvalSettings& settings = checked.settings;
+  const auto& cli_lengths = checked.lengths;
   check_output_path(o.plot_path, "--plot");
   if (!o.plot_path.empty() && !ends_with_png(o.plot_path)) {
     throw InputError("--plot " + o.plot_path + " must end in .png (an .svg is written next to it)");
   }
-  const auto cli_lengths = o.lengths.empty() ? std::vector<int64_t>{} : parse_lengths(o.lengths, "--lengths");
 
   // 2. The runs: complete, same vocabulary, same text to score.
   std::vector<LoadedRun> runs;
@@ -210,20 +172,10 @@ void setup_compare(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "compare", "Evaluate several runs on the same tokens and compare them side by side (table, JSON, plot)");
   cmd->add_option("runs", o->run_dirs, "Run directories written by txl train (same vocabulary)")->required();
-  cmd->add_option("--split", o->split, "valid or test (default: the first run's eval.split)");
-  cmd->add_option("--lengths", o->lengths, "Comma-separated lengths (default: the first run's eval.lengths)");
-  cmd->add_option("--method", o->method, "nonoverlap | sliding | memory");
-  cmd->add_option("--stride", o->stride, "sliding: window advance (default L/2)");
-  cmd->add_option("--mem-len", o->mem_len, "memory: memory length (default: the evaluated length)");
-  cmd->add_option("--streams", o->streams, "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)");
-  cmd->add_option("--clamp-len", o->clamp_len, "relative: cap distances (default: each run's model.clamp_len)");
-  cmd->add_option("--max-tokens", o->max_tokens, "Score at most this many tokens (0 = the whole split)");
-  cmd->add_option("--checkpoint", o->checkpoint, "best or last");
-  cmd->add_option("--precision", o->precision, "fp32 or bf16");
-  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
-  cmd->add_flag("--per-position", o->per_position, "Also show mean NLL per position inside the window");
-  cmd->add_flag("--no-cache", o->no_cache, "Evaluate again even when a run's eval-cache holds the result (and refresh it)");
-  cmd->add_option("--json", o->json_path, "Also write the comparison as JSON to this file");
+  add_eval_options(cmd, *o,
+                   {"the first run's", "each run's",
+                    "Evaluate again even when a run's eval-cache holds the result (and refresh it)",
+                    "Also write the comparison as JSON to this file"});
   cmd->add_option("--plot", o->plot_path, "Draw perplexity against length into this .png (and .svg) with gnuplot");
   cmd->callback([o, &exit_code] { exit_code = run_compare(*o); });
 }

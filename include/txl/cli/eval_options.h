@@ -1,0 +1,55 @@
+// The options `txl eval` and `txl compare` share (what to score and how), their registration
+// on a subcommand, and the checks that need no run directory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "txl/eval/request.h"
+
+namespace txl {
+
+struct EvalCliOptions {
+  std::string split;    // empty: the run's eval.split
+  std::string lengths;  // empty: the run's eval.lengths
+  std::string method = "nonoverlap";
+  std::string checkpoint = "best";
+  std::string precision = "fp32";
+  std::string json_path;
+  int64_t stride = 0;
+  int64_t mem_len = -1;
+  int64_t clamp_len = -1;
+  int64_t streams = 16;
+  int64_t max_tokens = 0;
+  int64_t threads = 0;
+  bool per_position = false;
+  bool no_cache = false;
+};
+
+// How the help texts name the defaults' source: eval says "the run's", compare "the first
+// run's" (split, lengths, cache) and "each run's" (clamp_len).
+struct EvalOptionHelp {
+  std::string defaults_from;   // split, lengths
+  std::string clamp_from;      // clamp_len
+  std::string cache;           // --no-cache
+  std::string json;            // --json
+};
+
+// Registers every EvalCliOptions field on `cmd` (all but --json first, then --json).
+void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& help);
+
+// The options after checking every one that needs no run: InputError naming the option
+// otherwise, before any work, so bad input writes nothing.
+struct CheckedEvalOptions {
+  EvalSettings settings;
+  std::vector<int64_t> lengths;  // empty: the run's eval.lengths
+};
+CheckedEvalOptions check_eval_options(const EvalCliOptions& o);
+
+// An output path must name a file in an existing directory (empty: no output).
+void check_output_path(const std::string& path, const std::string& option);
+
+}  // namespace txl
