@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "txl/cli/commands.h"
+#include "txl/cli/options.h"
 #include "txl/platform/process.h"
 #include "txl/train/bench.h"
 #include "txl/util/error.h"
@@ -56,13 +57,7 @@ void check_options(const BenchCommandOptions& o) {
   if (o.long_passes < 1) throw InputError("--long-passes must be >= 1, got " + std::to_string(o.long_passes));
   if (!o.precision.empty()) parse_precision(o.precision, "--precision");
   if (o.threads < -1) throw InputError("--threads must be >= 0, got " + std::to_string(o.threads));
-  if (!o.json_path.empty()) {
-    if (is_directory(o.json_path)) throw InputError("--json " + o.json_path + " is a directory; expected a file path");
-    const auto parent = std::filesystem::path(o.json_path).parent_path();
-    if (!parent.empty() && !is_directory(parent.string())) {
-      throw InputError("--json " + o.json_path + ": directory " + parent.string() + " does not exist");
-    }
-  }
+  check_output_path(o.json_path, "--json");
 }
 
 // The long window of one encoding, measured by a child `txl bench --long-only`.

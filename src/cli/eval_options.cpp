@@ -1,11 +1,7 @@
 #include "txl/cli/eval_options.h"
 
-#include <filesystem>
-
-#include "txl/cli/options.h"
 #include "txl/eval/evaluate.h"
 #include "txl/util/error.h"
-#include "txl/util/fs.h"
 
 namespace txl {
 
@@ -45,15 +41,6 @@ CheckedEvalOptions check_eval_options(const EvalCliOptions& o) {
   check_output_path(o.json_path, "--json");
   if (!o.lengths.empty()) c.lengths = parse_lengths(o.lengths, "--lengths");
   return c;
-}
-
-void check_output_path(const std::string& path, const std::string& option) {
-  if (path.empty()) return;
-  if (is_directory(path)) throw InputError(option + " " + path + " is a directory; expected a file path");
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && !is_directory(parent.string())) {
-    throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");
-  }
 }
 
 }  // namespace txl

@@ -1,30 +1,29 @@
 #include "txl/cli/options.h"
 
-#include <sstream>
+#include <filesystem>
 
 #include "txl/util/error.h"
+#include "txl/util/fs.h"
+#include "txl/util/parse.h"
 
 namespace txl {
 
 std::vector<int64_t> parse_lengths(const std::string& text, const std::string& option) {
   std::vector<int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || value < 1) {
-      throw InputError(option + " \"" + text + "\": \"" + item + "\" is not a positive integer");
-    }
-    out.push_back(value);
+  if (const auto bad = parse_positive_integers(text, out)) {
+    throw InputError(option + " \"" + text + "\": \"" + *bad + "\" is not a positive integer");
   }
   if (out.empty()) throw InputError(option + " needs at least one length, e.g. 64,128,256");
   return out;
+}
+
+void check_output_path(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  if (is_directory(path)) throw InputError(option + " " + path + " is a directory; expected a file path");
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !is_directory(parent.string())) {
+    throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");
+  }
 }
 
 }  // namespace txl

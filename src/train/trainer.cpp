@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -18,6 +17,7 @@
 #include "txl/train/batcher.h"
 #include "txl/train/checkpoint.h"
 #include "txl/train/run_dir.h"
+#include "txl/util/parse.h"
 #include "txl/train/schedule.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -85,21 +85,8 @@ std::vector<int64_t> injected_steps(const char* name) {
   const char* env = std::getenv(name);
   std::vector<int64_t> steps;
   if (env == nullptr || *env == '\0') return steps;
-  std::stringstream items(env);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || value < 1) {
-      throw InputError(std::string(name) + "=" + env +
-                       ": expected step numbers >= 1 separated by commas");
-    }
-    steps.push_back(value);
+  if (parse_positive_integers(env, steps)) {
+    throw InputError(std::string(name) + "=" + env + ": expected step numbers >= 1 separated by commas");
   }
   return steps;
 }

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "txl/cli/options.h"
 #include "txl/eval/request.h"
 
 namespace txl {
@@ -48,8 +49,5 @@ struct CheckedEvalOptions {
   std::vector<int64_t> lengths;  // empty: the run's eval.lengths
 };
 CheckedEvalOptions check_eval_options(const EvalCliOptions& o);
-
-// An output path must name a file in an existing directory (empty: no output).
-void check_output_path(const std::string& path, const std::string& option);
 
 }  // namespace txl

@@ -11,4 +11,8 @@ namespace txl {
 // the option and the bad item.
 std::vector<int64_t> parse_lengths(const std::string& text, const std::string& option);
 
+// An output path must name a file in an existing directory (empty: no output); an
+// InputError naming the option otherwise.
+void check_output_path(const std::string& path, const std::string& option);
+
 }  // namespace txl
