@@ -216,19 +216,25 @@ void expect_round_trip(const Config& c, const std::string& input) {
   EXPECT_EQ(config_to_json(again), once) << input;
 }
 
+// config_from_json on `j`: true when it gives a Config (which must round-trip), false when it
+// throws an InputError; any other outcome is a test failure (only_input_errors).
+bool accepts_config(const json& j) {
+  const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  Config c;
+  if (!only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json", input)) {
+    return false;
+  }
+  expect_round_trip(c, input);
+  return true;
+}
+
 TEST(ConfigFuzz, RandomJsonTreesGiveAConfigOrAnInputError) {
   Random r(fuzz_seed());
   int accepted = 0;
   const int cases = scaled(3000);
   for (int i = 0; i < cases; ++i) {
     const json j = r.coin(0.9) ? r.config_tree() : r.value(4);
-    const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);
-    Config c;
-    if (only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json",
-                          input)) {
-      ++accepted;
-      expect_round_trip(c, input);
-    }
+    accepted += accepts_config(j);
     if (HasFailure()) break;
   }
   // The generator must reach past the first checks sometimes, or the test proves little.
@@ -285,13 +291,7 @@ TEST(ConfigFuzz, MutationsOfAValidConfigGiveAConfigOrAnInputError) {
   for (int i = 0; i < cases; ++i) {
     json j = valid_config();
     for (int64_t m = r.range(1, 3); m > 0; --m) j = mutate(r, j);
-    const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);
-    Config c;
-    if (only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json",
-                          input)) {
-      ++accepted;
-      expect_round_trip(c, input);
-    }
+    accepted += accepts_config(j);
     if (HasFailure()) break;
   }
   EXPECT_GT(accepted, cases / 20);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 namespace txl {
 namespace {
 
+using cli_test::CliResult;
 using cli_test::run_txl;
 using cli_test::scratch_dir;
 using cli_test::slurp;
@@ -32,6 +34,26 @@ std::string tiny_config(const std::string& dir) {
   return path;
 }
 
+// One `txl bench` run on the tiny config with --json: what it printed and the JSON it wrote.
+struct BenchRun {
+  CliResult cli;
+  nlohmann::json json;
+};
+
+// Runs bench with `args`; nothing (after a test failure) when it did not exit 0.
+std::optional<BenchRun> run_bench_json(const std::string& name, std::vector<std::string> args) {
+  const auto dir = scratch_dir(name);
+  const auto json_path = dir + "/bench.json";
+  args.insert(args.begin(), {"bench", "--config", tiny_config(dir)});
+  args.insert(args.end(), {"--json", json_path});
+  BenchRun run;
+  run.cli = run_txl(args);
+  EXPECT_EQ(run.cli.code, 0) << run.cli.out << run.cli.err;
+  if (run.cli.code != 0) return std::nullopt;
+  run.json = nlohmann::json::parse(slurp(json_path));
+  return run;
+}
+
 void expect_positive(const nlohmann::json& j, const std::string& key) {
   ASSERT_TRUE(j.contains(key)) << "missing key " << key << " in " << j.dump();
   ASSERT_TRUE(j.at(key).is_number()) << key << " = " << j.at(key);
@@ -40,12 +62,9 @@ void expect_positive(const nlohmann::json& j, const std::string& key) {
 }
 
 TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
-  const auto dir = scratch_dir("bench");
-  const auto json_path = dir + "/bench.json";
-  const auto r = run_txl({"bench", "--config", tiny_config(dir), "--steps", "2", "--warmup", "1", "--vocab", "50",
-                          "--threads", "1", "--long-length", "32", "--json", json_path});
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const auto j = nlohmann::json::parse(slurp(json_path));
+  const auto bench = run_bench_json("bench", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1", "--long-length", "32"});
+  ASSERT_TRUE(bench.has_value());
+  const auto& j = bench->json;
   EXPECT_EQ(j.at("precision"), "fp32");
   EXPECT_EQ(j.at("threads"), 1);
   for (const auto* key : {"threads", "train_tokens_per_s", "eval_tokens_per_s", "ms_per_step", "peak_rss_mb",
@@ -73,7 +92,7 @@ TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
   }
   EXPECT_EQ(encodings, (std::vector<std::string>{"relative", "absolute", "relative_learned"}));
   // The human-readable report states the formula too.
-  EXPECT_NE(r.out.find("flops/token"), std::string::npos) << r.out;
+  EXPECT_NE(bench->cli.out.find("flops/token"), std::string::npos) << bench->cli.out;
 }
 
 // The count stated in bench.h, recomputed here for the tiny relative model:
@@ -86,12 +105,9 @@ TEST(Bench, FlopsPerTokenFollowTheStatedFormula) {
   const double train = 6 * (n + attn + pos) + 4 * kv_mem + 4 * proj;
   const double eval = 2 * (n + attn + pos + kv_mem + proj);
 
-  const auto dir = scratch_dir("flops");
-  const auto json_path = dir + "/bench.json";
-  const auto r = run_txl({"bench", "--config", tiny_config(dir), "--steps", "1", "--warmup", "0", "--vocab", "50",
-                          "--threads", "1", "--long-length", "0", "--json", json_path});
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const auto j = nlohmann::json::parse(slurp(json_path));
+  const auto bench = run_bench_json("flops", {"--steps", "1", "--warmup", "0", "--vocab", "50", "--threads", "1", "--long-length", "0"});
+  ASSERT_TRUE(bench.has_value());
+  const auto& j = bench->json;
   EXPECT_NEAR(j.at("flops_per_token").get<double>(), train, 1e-6 * train);
   EXPECT_NEAR(j.at("eval_flops_per_token").get<double>(), eval, 1e-6 * eval);
   EXPECT_NEAR(j.at("matmul_params").get<double>(), n, 1e-9);
@@ -99,12 +115,9 @@ TEST(Bench, FlopsPerTokenFollowTheStatedFormula) {
 }
 
 TEST(Bench, Bf16ReportsItsOwnPrecisionAndPeak) {
-  const auto dir = scratch_dir("bf16");
-  const auto json_path = dir + "/bench.json";
-  const auto r = run_txl({"bench", "--config", tiny_config(dir), "--steps", "2", "--warmup", "1", "--vocab", "50",
-                          "--threads", "1", "--precision", "bf16", "--long-length", "0", "--json", json_path});
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const auto j = nlohmann::json::parse(slurp(json_path));
+  const auto bench = run_bench_json("bf16", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1", "--precision", "bf16", "--long-length", "0"});
+  ASSERT_TRUE(bench.has_value());
+  const auto& j = bench->json;
   EXPECT_EQ(j.at("precision"), "bf16");
   expect_positive(j, "train_tokens_per_s");
   expect_positive(j, "gemm_peak_gflops");
