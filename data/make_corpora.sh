@@ -12,7 +12,8 @@
 #   --force      rebuild even when the three files already exist
 #
 # Needs bash, awk, sed, sha256sum and apt-get (the packages are installed when missing).
-set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/lib.sh"
 
 usage() {
   cat <<'EOF'
@@ -66,41 +67,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Installs Debian packages that are not installed yet (as root, or through sudo).
-ensure_packages() {
-  local missing=() p
-  for p in "$@"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-      missing+=("$p")
-    fi
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  local sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null || {
-      echo "error: packages ${missing[*]} are missing and sudo is not available;" \
-        "install them as root: apt-get install -y ${missing[*]}" >&2
-      exit 1
-    }
-    sudo=(sudo)
-  fi
-  echo "installing ${missing[*]} with apt-get"
-  # A fresh machine may have no package lists yet: update once and retry.
-  if ! "${sudo[@]+"${sudo[@]}"}" env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -q "${missing[@]}"; then
-    "${sudo[@]+"${sudo[@]}"}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    "${sudo[@]+"${sudo[@]}"}" env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -q "${missing[@]}"
-  fi
-}
-
 # Prints one line per split and compares with the reference sums.
 report() {
   local name="$1" s f sum
   for s in train valid test; do
     f="$data_dir/$name/$s.txt"
     local verdict
-    sum="$(sha256sum "$f" | awk '{print $1}')"
+    sum="$(sha256sum "$f")"
+    sum="${sum%% *}"
     if [[ "$sum" == "${expected[$name/$s.txt]}" ]]; then
       verdict="matches reference"
     else
@@ -141,7 +115,7 @@ new_tmp_dir() {
 # KJV: `bible -f` prints one verse a line as "Ge1:1 text"; the prefix before ':' names
 # book and chapter (the unit) and is removed from the text.
 make_kjv() {
-  ensure_packages bible-kjv
+  ensure_packages corpus bible-kjv
   local tmp
   new_tmp_dir kjv
   bible -f Gen1:1-Rev22:21 | awk -v dir="$tmp" '
@@ -165,7 +139,7 @@ make_kjv() {
 # only "%"; each entry loses its leading and trailing newlines, empty entries are dropped,
 # and entries are written followed by a blank line.
 make_zh() {
-  ensure_packages fortunes-zh
+  ensure_packages corpus fortunes-zh
   local tmp src=/usr/share/games/fortunes f
   new_tmp_dir zh
   for f in tang300 song100 chinese; do

@@ -8,7 +8,9 @@
 #
 # Idempotent: a second run finds every package installed, build/ configured, and leaves
 # Ninja to decide what is stale (nothing, after an unchanged tree).
-set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 
 usage() { sed -n '5,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
@@ -26,7 +28,6 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 build_dir=build
 
@@ -43,53 +44,28 @@ phase_done() {
   t_phase=$t
 }
 
-# Commands that change the system run as root directly, else through sudo; the error is
-# raised only when a change is actually needed.
-as_root() {
-  if [[ $(id -u) -eq 0 ]]; then
-    "$@"
-  elif command -v sudo >/dev/null; then
-    sudo "$@"
-  else
-    echo "error: need root to run '$*', and sudo is not installed." >&2
-    echo "HINT: run this script as root, or install sudo and give this user access." >&2
-    exit 1
-  fi
-}
-
 # --- Phase 1: packages -------------------------------------------------------------------
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
-done
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "[setup] all ${#packages[@]} packages already installed"
-else
-  echo "[setup] installing ${#missing[@]} missing packages: ${missing[*]}"
-  # --no-install-recommends: libtorch1.13's only recommendation is a BLAS, which we name
-  # ourselves (libopenblas0-openmp); the other recommends would add hundreds of MB.
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+ensure_packages setup "${packages[@]}"
 phase_done packages
 
 # --- Phase 2: BLAS -----------------------------------------------------------------------
 # libtorch calls whatever libblas.so.3 / liblapack.so.3 the alternatives system selects.
-# The reference BLAS is ~40x slower than OpenBLAS for fp32 GEMM (NOTES.md section 6), so
-# make sure OpenBLAS is selected; it normally wins on priority (95 vs 10) in auto mode, but
-# an earlier manual choice would stick.
+# The reference BLAS is ~40x slower than OpenBLAS for fp32 GEMM (~4 against ~155 GFLOP/s a
+# core on an AVX-512 Xeon; docs/machines.md), so make sure OpenBLAS is selected; it
+# normally wins on priority (95 vs 10) in auto mode, but an earlier manual choice would
+# stick.
 ensure_openblas() {
-  local lib="$1" name current candidate list
-  name="$(update-alternatives --get-selections | awk -v l="$lib-" 'index($1, l) == 1 { print $1; exit }')"
+  local lib="$1" selections name query current candidate list
+  # Whole outputs first, then searched: see the note on pipelines in lib.sh.
+  selections="$(update-alternatives --get-selections)"
+  name="$(awk -v l="$lib-" 'index($1, l) == 1 { print $1; exit }' <<<"$selections")"
   if [[ -z "$name" ]]; then
     echo "error: no $lib alternative is registered." >&2
     echo "HINT: reinstall OpenBLAS: apt-get install --reinstall libopenblas0-openmp" >&2
     exit 1
   fi
-  current="$(update-alternatives --query "$name" | awk '/^Value:/ { print $2 }')"
+  query="$(update-alternatives --query "$name")"
+  current="$(awk '/^Value:/ { print $2 }' <<<"$query")"
   if [[ "$current" != *openblas* ]]; then
     # Prefer the OpenMP build: libtorch itself uses OpenMP, and the pthreads build would
     # compete with it for the cores.
@@ -137,7 +113,7 @@ fi
 phase_done configure
 
 # --- Phase 4: build ----------------------------------------------------------------------
-# One job per core, but a torch translation unit needs ~1 GB (NOTES.md section 6), so cap
+# One job per core, but a torch translation unit needs ~1 GB (docs/machines.md), so cap
 # the job count at the available memory in GB (or the cgroup limit, if lower).
 cores="$(nproc)"
 mem_kb="$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"
