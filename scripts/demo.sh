@@ -8,9 +8,9 @@
 #   DEMO_STEPS=N   override train.max_steps of both configs (e.g. DEMO_STEPS=50 for a smoke run)
 # Outputs: runs/demo-kjv-{relative,absolute}/ (run directories),
 #          runs/demo-compare.{json,png,svg}.
-set -euo pipefail
-
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 cd "$repo"
 
 lengths=32,64,128,256,512
@@ -37,12 +37,6 @@ phase_done() {
   echo "${summary[-1]}"
   t_phase=$SECONDS
 }
-
-# Same reason as in scripts/test.sh: OpenBLAS 0.3.21 misdetects AVX-512 Zen 4 CPUs as
-# Prescott and reads OPENBLAS_CORETYPE only at load time (txl would otherwise re-exec itself).
-if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-  export OPENBLAS_CORETYPE=SkylakeX
-fi
 
 # The demo needs only the executable, not the test binaries.
 bash scripts/setup.sh --target txl

@@ -109,6 +109,7 @@ int run_bench_command(const BenchCommandOptions& o) {
 
   fmt::print("bench        {} | {} layers, d_model {}, {} heads x {}, d_inner {} | vocab {} | {} parameters\n",
              r.pos_encoding, m.n_layer, m.d_model, m.n_head, m.d_head, m.d_inner, r.vocab_size, r.parameters);
+  fmt::print("cpu          {} | {} | bf16 {}\n", r.cpu_model, r.cpu_flags, r.bf16_support);
   fmt::print("shape        batch {} x tgt_len {}, mem_len {} | {} | {} threads | {} steps after {} warm-up\n",
              r.batch, r.query_len, r.mem_len, r.precision, r.threads, r.steps, r.warmup);
   fmt::print("train        {:8.1f} ms/step | {:8.0f} tok/s | cpu {:.1f} ms/step | forward {:.1f}, backward {:.1f}, "

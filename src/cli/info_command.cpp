@@ -16,12 +16,23 @@ namespace {
 struct InfoOptions {
   int64_t threads = 0;
   bool no_bench = false;
+  bool env = false;
 };
 
+// The variables txl's start-up (ensure_fast_blas) decided for this CPU, as NAME=value lines,
+// so that scripts can start other programs (the test binaries) the same way.
+int print_start_up_environment() {
+  for (const char* name : {"OPENBLAS_CORETYPE", "OMP_WAIT_POLICY"}) {
+    if (const char* value = std::getenv(name)) fmt::print("{}={}\n", name, value);
+  }
+  return 0;
+}
+
 int run_info(const InfoOptions& o) {
+  if (o.env) return print_start_up_environment();
   const int threads = set_threads(o.threads);
   const auto blas = inspect_blas();
-  const auto cpu = cpu_features();
+  const auto cpu = detect_cpu_flags();
   fmt::print("libtorch     {}\n", TORCH_VERSION);
   fmt::print("blas         {} ({}){}\n", blas.kind, blas.library,
              blas.core_type.empty() ? "" : ", core type " + blas.core_type);
@@ -29,10 +40,14 @@ int run_info(const InfoOptions& o) {
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   fmt::print("openmp       {} (OMP_WAIT_POLICY {})\n", at::hasOpenMP() ? "yes" : "no",
              wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
-  fmt::print("threads      {} of {} logical cores\n", threads, cpu.logical_cores);
-  fmt::print("cpu          avx2 {} | avx512f {} | avx512_bf16 {} | amx_bf16 {}\n", cpu.avx2 ? "yes" : "no",
-             cpu.avx512f ? "yes" : "no", cpu.avx512_bf16 ? "yes" : "no", cpu.amx_bf16 ? "yes" : "no");
+  fmt::print("threads      {} of {} logical cores\n", threads, logical_cores());
+  const char* forced = std::getenv("TXL_CPU_FLAGS");
+  fmt::print("cpu flags    {}{}\n", to_string(cpu).empty() ? "(none of those txl uses)" : to_string(cpu),
+             forced != nullptr ? " (from TXL_CPU_FLAGS)" : "");
+  const auto plan = plan_cpu(cpu, {});
+  fmt::print("bf16         {}\n", to_string(plan.bf16));
   if (!blas.warning.empty()) fmt::print("warning      {}\n", blas.warning);
+  if (!plan.bf16_note.empty()) fmt::print("warning      {}\n", plan.bf16_note);
   if (!o.no_bench) {
     fmt::print("gemm fp32    {:.1f} GFLOP/s (1024^3, best of 5)\n", measure_gemm_gflops(torch::kFloat32));
     fmt::print("gemm bf16    {:.1f} GFLOP/s (1024^3, best of 5)\n", measure_gemm_gflops(torch::kBFloat16));
@@ -47,6 +62,9 @@ void setup_info(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("info", "LibTorch, BLAS, threads, CPU features and measured GEMM rates");
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
   cmd->add_flag("--no-bench", o->no_bench, "Skip the GEMM measurements");
+  cmd->add_flag("--env", o->env,
+                "Print only the environment txl sets at start-up on this CPU (NAME=value lines: "
+                "OPENBLAS_CORETYPE, OMP_WAIT_POLICY)");
   cmd->callback([o, &exit_code] { exit_code = run_info(*o); });
 }
 

@@ -6,8 +6,11 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 #include <torch/torch.h>
+#include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <fstream>
 #include <thread>
 
@@ -37,9 +40,13 @@ std::string openblas_core_name() {
   return fn != nullptr ? std::string(fn()) : std::string();
 }
 
-// Kernel sets OpenBLAS falls back to for CPUs it does not recognise: SSE3-era code.
-bool is_generic_core(const std::string& core) {
-  return core == "Prescott" || core == "prescott" || core == "Core2" || core == "Nehalem";
+// What OpenBLAS does in this process, before txl changes anything.
+OpenBlasState openblas_state() {
+  OpenBlasState state;
+  state.loaded = openblas_loaded();
+  if (const char* env = std::getenv("OPENBLAS_CORETYPE")) state.env_coretype = std::string(env);
+  state.core = openblas_core_name();
+  return state;
 }
 
 bool fixes_disabled() {
@@ -61,11 +68,10 @@ bool set_passive_openmp() {
 void ensure_fast_blas(int /*argc*/, char** argv) {
   if (fixes_disabled()) return;
   bool restart = false;
-  // Only when the detection actually failed: the same OpenBLAS picks Cooperlake on some
-  // Zen 4 hosts and Prescott on others (the hypervisor's CPUID differs).
-  if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") && openblas_loaded() &&
-      is_generic_core(openblas_core_name())) {
-    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  const CpuPlan plan = plan_cpu(detect_cpu_flags(), openblas_state());
+  if (!plan.openblas_coretype.empty()) {
+    if (!plan.openblas_note.empty()) fmt::print(stderr, "warning: {}\n", plan.openblas_note);
+    ::setenv("OPENBLAS_CORETYPE", plan.openblas_coretype.c_str(), 1);
     restart = true;
   }
   // libgomp reads the policy in its initialiser, before main(): only a restart applies it.
@@ -85,10 +91,13 @@ BlasInfo inspect_blas() {
     info.kind = "openblas";
     if (info.library.empty()) info.library = openblas;
     info.core_type = openblas_core_name();
-    if (is_generic_core(info.core_type) && __builtin_cpu_supports("avx512f")) {
-      info.warning = "OpenBLAS runs its generic " + info.core_type +
-                     " kernel on this AVX-512 CPU (about 5x slower). Remedy: export "
-                     "OPENBLAS_CORETYPE=SkylakeX before starting txl.";
+    // What ensure_fast_blas would have changed, had it run (TXL_NO_BLAS_FIX=1, or a failed
+    // restart).
+    const CpuPlan plan = plan_cpu(detect_cpu_flags(), openblas_state());
+    if (!plan.openblas_coretype.empty()) {
+      info.warning = "OpenBLAS runs its " + info.core_type + " kernels, and " + plan.openblas_coretype +
+                     " ones would be faster or safe on this CPU. Remedy: export OPENBLAS_CORETYPE=" +
+                     plan.openblas_coretype + " before starting txl.";
     }
   } else if (info.library.find("/blas/") != std::string::npos) {
     info.kind = "reference";
@@ -101,24 +110,10 @@ BlasInfo inspect_blas() {
   return info;
 }
 
-CpuFeatures cpu_features() {
-  CpuFeatures f;
-  f.avx2 = __builtin_cpu_supports("avx2");
-  f.avx512f = __builtin_cpu_supports("avx512f");
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    f.avx512_bf16 = line.find(" avx512_bf16") != std::string::npos;
-    f.amx_bf16 = line.find(" amx_bf16") != std::string::npos;
-    break;
-  }
-  f.logical_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return f;
-}
+int logical_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 int set_threads(int64_t requested) {
-  const int n = requested > 0 ? static_cast<int>(requested) : cpu_features().logical_cores;
+  const int n = requested > 0 ? static_cast<int>(requested) : logical_cores();
   at::set_num_threads(n);
   return at::get_num_threads();
 }
@@ -129,8 +124,17 @@ int set_threads(int64_t requested) {
 #define TXL_AUTOCAST_DEVICE_API 1
 #endif
 
+void warn_if_bf16_is_slow() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string note = plan_cpu(detect_cpu_flags(), openblas_state()).bf16_note;
+    if (!note.empty()) fmt::print(stderr, "warning: {}\n", note);
+  });
+}
+
 AutocastGuard::AutocastGuard(Precision precision) : enabled_(precision == Precision::kBf16) {
   if (!enabled_) return;
+  warn_if_bf16_is_slow();
 #ifdef TXL_AUTOCAST_DEVICE_API
   previous_ = at::autocast::is_autocast_enabled(at::kCPU);
   at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);

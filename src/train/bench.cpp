@@ -67,6 +67,9 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
 
 nlohmann::json BenchResult::to_json() const {
   nlohmann::json j = {
+      {"cpu_model", cpu_model},
+      {"cpu_flags", cpu_flags},
+      {"bf16_support", bf16_support},
       {"precision", precision},
       {"threads", threads},
       {"pos_encoding", pos_encoding},
@@ -111,6 +114,10 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   const auto& tc = config.train;
   BenchResult r;
   r.threads = set_threads(tc.threads);
+  const CpuFlags cpu = detect_cpu_flags();
+  r.cpu_model = cpu_model_name();
+  r.cpu_flags = to_string(cpu);
+  r.bf16_support = to_string(plan_cpu(cpu, {}).bf16);
   r.precision = to_string(tc.precision);
   r.pos_encoding = to_string(config.model.pos_encoding);
   r.vocab_size = o.vocab_size;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "txl/platform/cpu.h"
 #include "txl_cli.h"
 
 namespace txl {
@@ -41,13 +42,14 @@ struct BenchRun {
 };
 
 // Runs bench with `args`; nothing (after a test failure) when it did not exit 0.
-std::optional<BenchRun> run_bench_json(const std::string& name, std::vector<std::string> args) {
+std::optional<BenchRun> run_bench_json(const std::string& name, std::vector<std::string> args,
+                                       const std::vector<std::string>& env = {}) {
   const auto dir = scratch_dir(name);
   const auto json_path = dir + "/bench.json";
   args.insert(args.begin(), {"bench", "--config", tiny_config(dir)});
   args.insert(args.end(), {"--json", json_path});
   BenchRun run;
-  run.cli = run_txl(args);
+  run.cli = run_txl(args, env);
   EXPECT_EQ(run.cli.code, 0) << run.cli.out << run.cli.err;
   if (run.cli.code != 0) return std::nullopt;
   run.json = nlohmann::json::parse(slurp(json_path));
@@ -122,6 +124,31 @@ TEST(Bench, Bf16ReportsItsOwnPrecisionAndPeak) {
   expect_positive(j, "train_tokens_per_s");
   expect_positive(j, "gemm_peak_gflops");
   expect_positive(j, "mfu");
+  // Whatever this CPU is, the report says what bf16 runs on, and warns exactly when emulated.
+  const auto plan = plan_cpu(detect_cpu_flags(), {});
+  EXPECT_EQ(j.at("bf16_support"), to_string(plan.bf16));
+  EXPECT_EQ(j.at("cpu_flags"), to_string(detect_cpu_flags()));
+  EXPECT_EQ(bench->cli.err.find("bf16 is emulated") != std::string::npos, plan.bf16 == Bf16Support::kEmulated)
+      << bench->cli.err;
+}
+
+TEST(Bench, Bf16OnACpuWithoutBf16InstructionsWarnsOnce) {
+  const auto bench = run_bench_json("bf16-emulated", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1", "--precision", "bf16", "--long-length", "0"},
+                                    {"TXL_CPU_FLAGS=avx avx2 fma"});
+  ASSERT_TRUE(bench.has_value());
+  const auto& err = bench->cli.err;
+  const auto first = err.find("bf16 is emulated on this CPU");
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find("bf16 is emulated on this CPU", first + 1), std::string::npos) << "warned more than once:\n" << err;
+  EXPECT_EQ(bench->json.at("bf16_support"), "emulated (no avx512_bf16, no amx_bf16)");
+  EXPECT_EQ(bench->json.at("cpu_flags"), "avx avx2 fma");
+}
+
+TEST(Bench, Fp32NeverWarnsAboutBf16) {
+  const auto bench = run_bench_json("fp32-emulated", {"--steps", "1", "--warmup", "0", "--vocab", "50", "--threads", "1", "--long-length", "0"},
+                                    {"TXL_CPU_FLAGS=avx avx2 fma"});
+  ASSERT_TRUE(bench.has_value());
+  EXPECT_EQ(bench->cli.err.find("bf16"), std::string::npos) << bench->cli.err;
 }
 
 TEST(Bench, BadOptionsAreUsageErrors) {

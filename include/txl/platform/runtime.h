@@ -7,18 +7,17 @@
 #include <string>
 
 #include "txl/config/config.h"
+#include "txl/platform/cpu.h"
 
 namespace txl {
 
 // Settings that libraries read once, when they are loaded, so they must be in the
-// environment before the process starts: when one is missing, ensure_fast_blas sets it
-// and re-executes the program once (~0.35 s on an idle machine). Call it first thing in
+// environment before the process starts: when one is missing or wrong, ensure_fast_blas sets
+// it and re-executes the program once (~0.35 s on an idle machine). Call it first thing in
 // main(). TXL_NO_BLAS_FIX=1 disables both.
-//  - OpenBLAS 0.3.21 misdetects AVX-512 CPUs it does not know (e.g. AMD Zen 4) as Prescott
-//    and runs a generic kernel (~35 instead of ~155 GFLOP/s per core, shared/NOTES.md
-//    section 6): when OpenBLAS is loaded, the CPU has AVX-512, OPENBLAS_CORETYPE is unset
-//    and OpenBLAS did pick a generic kernel, OPENBLAS_CORETYPE=SkylakeX.
-//    (inspect_blas() reports a slow kernel with the remedy.)
+//  - OPENBLAS_CORETYPE, as plan_cpu (cpu.h) decides from this CPU's flags: a kernel set the
+//    CPU can run in place of one it cannot (SkylakeX on an AVX2-only CPU: SIGILL), and a fast
+//    one where OpenBLAS fell back to its SSE-era kernels. inspect_blas() reports the rest.
 //  - OpenMP threads (LibTorch's and OpenBLAS's) by default spin ~300k iterations at every
 //    barrier. On a machine others are also using, a spinning thread takes the core from
 //    the thread it waits for: `txl bench` (2 threads, 2 cores, load 3-8 from other work)
@@ -49,19 +48,15 @@ struct BlasInfo {
 };
 BlasInfo inspect_blas();
 
-struct CpuFeatures {
-  bool avx2 = false;
-  bool avx512f = false;
-  bool avx512_bf16 = false;
-  bool amx_bf16 = false;
-  int logical_cores = 1;
-};
-CpuFeatures cpu_features();
+// std::thread::hardware_concurrency(), at least 1.
+int logical_cores();
 
 // 0 = every core. Returns the thread count in effect.
 int set_threads(int64_t requested);
 
 // Enables CPU autocast to bf16 for its lifetime when precision is bf16; fp32 is a no-op.
+// The first bf16 guard of a process warns (once) when this CPU emulates bf16 (cpu.h):
+// txl does not refuse bf16 there, but says what it costs.
 class AutocastGuard {
  public:
   explicit AutocastGuard(Precision precision);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Static checks of the tree: bash -n and shellcheck over every shell script, clang-format
+# (the checked-in .clang-format) over every C++ file. Installs shellcheck and clang-format
+# from Debian when missing. Exits non-zero, naming the files, when a check fails.
+# Usage: scripts/lint.sh [--fix]   (--fix rewrites unformatted C++ files in place)
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+cd "$repo"
+
+fix=0
+case "${1:-}" in
+  "") ;;
+  --fix) fix=1 ;;
+  *) echo "error: unknown argument '$1' (expected --fix or nothing)" >&2; exit 2 ;;
+esac
+
+ensure_packages lint shellcheck clang-format
+
+shell_files=(scripts/*.sh data/*.sh .ci/run)
+cpp_files=()
+while IFS= read -r f; do cpp_files+=("$f"); done < <(git ls-files '*.cpp' '*.h')
+
+failed=0
+for f in "${shell_files[@]}"; do
+  bash -n "$f" || { echo "[lint] bash -n failed: $f" >&2; failed=1; }
+done
+if ! shellcheck -x "${shell_files[@]}"; then
+  echo "[lint] shellcheck found problems (above)" >&2
+  failed=1
+fi
+echo "[lint] ${#shell_files[@]} shell scripts checked"
+
+if [[ $fix -eq 1 ]]; then
+  clang-format -i "${cpp_files[@]}"
+  echo "[lint] formatted ${#cpp_files[@]} C++ files"
+else
+  unformatted=()
+  for f in "${cpp_files[@]}"; do
+    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || unformatted+=("$f")
+  done
+  if [[ ${#unformatted[@]} -gt 0 ]]; then
+    echo "[lint] ${#unformatted[@]} of ${#cpp_files[@]} C++ files differ from .clang-format:" >&2
+    printf '  %s\n' "${unformatted[@]}" >&2
+    echo "HINT: scripts/lint.sh --fix" >&2
+    failed=1
+  else
+    echo "[lint] ${#cpp_files[@]} C++ files match .clang-format"
+  fi
+fi
+exit "$failed"
