@@ -1,8 +1,9 @@
 // txl: train and evaluate Transformer-XL language models; compare position encodings.
 // main wires the subcommands and maps errors to exit codes:
 //   0 ok, 1 runtime failure, 2 usage / configuration / input error.
-#include <CLI/CLI.hpp>
 #include <spdlog/fmt/fmt.h>
+
+#include <CLI/CLI.hpp>
 
 #include "txl/cli/commands.h"
 #include "txl/platform/runtime.h"

@@ -3,12 +3,12 @@
 // Training and evaluation throughput on random tokens, FLOPs per token, model-FLOP
 // utilisation against the measured GEMM peak, and one long evaluation window per encoding,
 // each in a fresh process so one encoding's peak memory cannot mask another's.
+#include <spdlog/fmt/fmt.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
-
-#include <spdlog/fmt/fmt.h>
-#include <unistd.h>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
@@ -25,14 +25,14 @@ struct BenchCommandOptions {
   std::string config_path;
   std::vector<std::string> overrides;
   std::string json_path;
-  std::string precision;     // empty: train.precision
-  int64_t threads = -1;      // -1: train.threads (0 = all cores)
+  std::string precision;  // empty: train.precision
+  int64_t threads = -1;   // -1: train.threads (0 = all cores)
   int64_t steps = 20;
   int64_t warmup = 3;
   int64_t vocab = 10000;
   int64_t long_length = 4096;
   int64_t long_passes = 2;
-  bool long_only = false;    // child mode: only the long window, result to --json
+  bool long_only = false;  // child mode: only the long window, result to --json
   bool profile = false;
 };
 
@@ -43,7 +43,8 @@ Config resolve_config(const BenchCommandOptions& o) {
   auto j = read_json_file(o.config_path);
   for (const auto& assignment : o.overrides) apply_override(j, assignment);
   // No corpus is read, so a config without data.dir is fine here.
-  if (j.is_object() && (!j.contains("data") || !j["data"].contains("dir"))) j["data"]["dir"] = kNoCorpus;
+  if (j.is_object() && (!j.contains("data") || !j["data"].contains("dir")))
+    j["data"]["dir"] = kNoCorpus;
   if (o.threads >= 0) j["train"]["threads"] = o.threads;
   if (!o.precision.empty()) j["train"]["precision"] = o.precision;
   return config_from_json(j, o.config_path);
@@ -53,8 +54,10 @@ void check_options(const BenchCommandOptions& o) {
   if (o.steps < 1) throw InputError("--steps must be >= 1, got " + std::to_string(o.steps));
   if (o.warmup < 0) throw InputError("--warmup must be >= 0, got " + std::to_string(o.warmup));
   if (o.vocab < 2) throw InputError("--vocab must be >= 2, got " + std::to_string(o.vocab));
-  if (o.long_length < 0) throw InputError("--long-length must be >= 0, got " + std::to_string(o.long_length));
-  if (o.long_passes < 1) throw InputError("--long-passes must be >= 1, got " + std::to_string(o.long_passes));
+  if (o.long_length < 0)
+    throw InputError("--long-length must be >= 0, got " + std::to_string(o.long_length));
+  if (o.long_passes < 1)
+    throw InputError("--long-passes must be >= 1, got " + std::to_string(o.long_passes));
   if (!o.precision.empty()) parse_precision(o.precision, "--precision");
   if (o.threads < -1) throw InputError("--threads must be >= 0, got " + std::to_string(o.threads));
   check_output_path(o.json_path, "--json");
@@ -70,12 +73,14 @@ LongWindowResult long_window_in_child(const BenchCommandOptions& o, const Config
   argv.insert(argv.end(), {"--set", "model.pos_encoding=" + to_string(encoding)});
   // Absolute takes no memory (config rule); the window runs without memory anyway.
   if (encoding == PosEncoding::kAbsolute) argv.insert(argv.end(), {"--set", "train.mem_len=0"});
-  argv.insert(argv.end(), {"--threads", std::to_string(threads), "--precision", to_string(config.train.precision),
-                           "--vocab", std::to_string(o.vocab), "--long-length", std::to_string(o.long_length),
-                           "--long-passes", std::to_string(o.long_passes), "--long-only", "--json", out.string()});
+  argv.insert(argv.end(), {"--threads", std::to_string(threads), "--precision",
+                           to_string(config.train.precision), "--vocab", std::to_string(o.vocab),
+                           "--long-length", std::to_string(o.long_length), "--long-passes",
+                           std::to_string(o.long_passes), "--long-only", "--json", out.string()});
   const int rc = run_process(argv);
   if (rc != 0) {
-    throw std::runtime_error(fmt::format("long-window child for {} exited with code {}{}", to_string(encoding), rc,
+    throw std::runtime_error(fmt::format("long-window child for {} exited with code {}{}",
+                                         to_string(encoding), rc,
                                          rc == 137 ? " (killed: out of memory?)" : ""));
   }
   std::ifstream in(out);
@@ -107,41 +112,57 @@ int run_bench_command(const BenchCommandOptions& o) {
   const auto r = run_bench(config, options);
   const auto& m = config.model;
 
-  fmt::print("bench        {} | {} layers, d_model {}, {} heads x {}, d_inner {} | vocab {} | {} parameters\n",
-             r.pos_encoding, m.n_layer, m.d_model, m.n_head, m.d_head, m.d_inner, r.vocab_size, r.parameters);
+  fmt::print(
+      "bench        {} | {} layers, d_model {}, {} heads x {}, d_inner {} | vocab {} | {} "
+      "parameters\n",
+      r.pos_encoding, m.n_layer, m.d_model, m.n_head, m.d_head, m.d_inner, r.vocab_size,
+      r.parameters);
   fmt::print("cpu          {} | {} | bf16 {}\n", r.cpu_model, r.cpu_flags, r.bf16_support);
-  fmt::print("shape        batch {} x tgt_len {}, mem_len {} | {} | {} threads | {} steps after {} warm-up\n",
-             r.batch, r.query_len, r.mem_len, r.precision, r.threads, r.steps, r.warmup);
-  fmt::print("train        {:8.1f} ms/step | {:8.0f} tok/s | cpu {:.1f} ms/step | forward {:.1f}, backward {:.1f}, "
-             "clip {:.1f}, optimizer {:.1f} ms\n",
-             r.ms_per_step, r.train_tokens_per_s, r.cpu_ms_per_step, r.phases.forward_ms, r.phases.backward_ms,
-             r.phases.clip_ms, r.phases.optimizer_ms);
-  fmt::print("eval         {:8.1f} ms/pass | {:8.0f} tok/s | cpu {:.1f} ms/pass (memory {}, no gradients)\n",
-             r.eval_ms_per_pass, r.eval_tokens_per_s, r.eval_cpu_ms_per_pass, r.mem_len);
+  fmt::print(
+      "shape        batch {} x tgt_len {}, mem_len {} | {} | {} threads | {} steps after {} "
+      "warm-up\n",
+      r.batch, r.query_len, r.mem_len, r.precision, r.threads, r.steps, r.warmup);
+  fmt::print(
+      "train        {:8.1f} ms/step | {:8.0f} tok/s | cpu {:.1f} ms/step | forward {:.1f}, "
+      "backward {:.1f}, "
+      "clip {:.1f}, optimizer {:.1f} ms\n",
+      r.ms_per_step, r.train_tokens_per_s, r.cpu_ms_per_step, r.phases.forward_ms,
+      r.phases.backward_ms, r.phases.clip_ms, r.phases.optimizer_ms);
+  fmt::print(
+      "eval         {:8.1f} ms/pass | {:8.0f} tok/s | cpu {:.1f} ms/pass (memory {}, no "
+      "gradients)\n",
+      r.eval_ms_per_pass, r.eval_tokens_per_s, r.eval_cpu_ms_per_pass, r.mem_len);
   fmt::print("memory       peak RSS {:.0f} MB\n", r.peak_rss_mb);
   fmt::print("flops/token  train {:.2f} M, eval {:.2f} M; {}\n", r.flops.train_per_token / 1e6,
              r.flops.eval_per_token / 1e6, r.flops.formula);
-  fmt::print("achieved     train {:.1f} GFLOP/s, eval {:.1f} GFLOP/s | GEMM peak {} {:.1f} GFLOP/s "
-             "(1024^3, best) | MFU train {:.1f}%, eval {:.1f}%\n",
-             r.achieved_gflops, r.eval_achieved_gflops, r.precision, r.gemm_peak_gflops, 100.0 * r.mfu,
-             100.0 * r.eval_mfu);
-  fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n", r.load_average);
+  fmt::print(
+      "achieved     train {:.1f} GFLOP/s, eval {:.1f} GFLOP/s | GEMM peak {} {:.1f} GFLOP/s "
+      "(1024^3, best) | MFU train {:.1f}%, eval {:.1f}%\n",
+      r.achieved_gflops, r.eval_achieved_gflops, r.precision, r.gemm_peak_gflops, 100.0 * r.mfu,
+      100.0 * r.eval_mfu);
+  fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
+             r.load_average);
   if (o.profile) {
-    fmt::print("\nper-operator time over the {} timed steps ({:.0f} ms wall; profiler overhead included):\n{}",
-               r.steps, r.profiled_ms, format_op_table(r.profile, r.profiled_ms, 30));
-    fmt::print("\nthe same time by (operator <- caller):\n{}", format_op_table(r.profile_by_caller, r.profiled_ms, 40));
+    fmt::print(
+        "\nper-operator time over the {} timed steps ({:.0f} ms wall; profiler overhead "
+        "included):\n{}",
+        r.steps, r.profiled_ms, format_op_table(r.profile, r.profiled_ms, 30));
+    fmt::print("\nthe same time by (operator <- caller):\n{}",
+               format_op_table(r.profile_by_caller, r.profiled_ms, 40));
   }
 
   auto j = r.to_json();
   if (o.long_length > 0) {
-    fmt::print("\nlong window  L = {}, batch 1, no memory, {} (each encoding in a fresh process)\n", o.long_length,
-               r.precision);
-    fmt::print("  {:<18} {:>10} {:>10} {:>14} {:>12}\n", "encoding", "ms", "tok/s", "peak RSS MB", "growth MB");
+    fmt::print("\nlong window  L = {}, batch 1, no memory, {} (each encoding in a fresh process)\n",
+               o.long_length, r.precision);
+    fmt::print("  {:<18} {:>10} {:>10} {:>14} {:>12}\n", "encoding", "ms", "tok/s", "peak RSS MB",
+               "growth MB");
     auto rows = nlohmann::json::array();
-    for (const auto enc : {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
+    for (const auto enc :
+         {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
       const auto w = long_window_in_child(o, config, enc, r.threads);
-      fmt::print("  {:<18} {:>10.1f} {:>10.0f} {:>14.0f} {:>12.0f}\n", w.pos_encoding, w.eval_ms, w.tokens_per_s,
-                 w.peak_rss_mb, w.growth_mb);
+      fmt::print("  {:<18} {:>10.1f} {:>10.0f} {:>14.0f} {:>12.0f}\n", w.pos_encoding, w.eval_ms,
+                 w.tokens_per_s, w.peak_rss_mb, w.growth_mb);
       rows.push_back(w.to_json());
     }
     j["long_window"] = rows;
@@ -154,19 +175,25 @@ int run_bench_command(const BenchCommandOptions& o) {
 
 void setup_bench(CLI::App& app, int& exit_code) {
   auto c = std::make_shared<BenchCommandOptions>();
-  auto* cmd = app.add_subcommand("bench", "Training/evaluation speed, FLOPs and MFU of a config's model on random tokens");
+  auto* cmd = app.add_subcommand(
+      "bench", "Training/evaluation speed, FLOPs and MFU of a config's model on random tokens");
   cmd->add_option("--config,-c", c->config_path, "JSON config (data.dir is not read)")->required();
-  cmd->add_option("--set", c->overrides, "Override one key, e.g. --set model.pos_encoding=absolute");
-  cmd->add_option("--steps", c->steps, "Timed training steps and evaluation passes")->capture_default_str();
+  cmd->add_option("--set", c->overrides,
+                  "Override one key, e.g. --set model.pos_encoding=absolute");
+  cmd->add_option("--steps", c->steps, "Timed training steps and evaluation passes")
+      ->capture_default_str();
   cmd->add_option("--warmup", c->warmup, "Untimed training steps first")->capture_default_str();
   cmd->add_option("--json", c->json_path, "Write the results as JSON to this file");
   cmd->add_option("--threads", c->threads, "Threads (0 = all cores; default train.threads)");
   cmd->add_option("--precision", c->precision, "fp32 or bf16 (default train.precision)");
-  cmd->add_option("--vocab", c->vocab, "Vocabulary size of the random tokens")->capture_default_str();
+  cmd->add_option("--vocab", c->vocab, "Vocabulary size of the random tokens")
+      ->capture_default_str();
   cmd->add_option("--long-length", c->long_length, "Long evaluation window per encoding (0 = skip)")
       ->capture_default_str();
-  cmd->add_option("--long-passes", c->long_passes, "Passes over the long window (time: best)")->capture_default_str();
-  cmd->add_flag("--long-only", c->long_only, "Only the long window of the config's encoding, in this process");
+  cmd->add_option("--long-passes", c->long_passes, "Passes over the long window (time: best)")
+      ->capture_default_str();
+  cmd->add_flag("--long-only", c->long_only,
+                "Only the long window of the config's encoding, in this process");
   cmd->add_flag("--profile", c->profile, "Per-operator time table of the timed training steps");
   cmd->callback([c, &exit_code] { exit_code = run_bench_command(*c); });
 }

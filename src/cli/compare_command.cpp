@@ -1,11 +1,11 @@
 // txl compare RUN RUN ... [--lengths 64,128] [--method M] [--split S] [--json F] [--plot F.png]
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
@@ -36,13 +36,14 @@ bool ends_with_png(const std::string& path) {
 }
 
 std::string vocab_summary(const LoadedRun& run) {
-  return fmt::format("{} tokenizer, {} tokens, checksum {:016x}", to_string(run.vocab.kind()), run.vocab.size(),
-                     run.vocab.checksum());
+  return fmt::format("{} tokenizer, {} tokens, checksum {:016x}", to_string(run.vocab.kind()),
+                     run.vocab.size(), run.vocab.checksum());
 }
 
 PlotSpec make_plot_spec(const Comparison& c) {
   PlotSpec spec;
-  spec.title = fmt::format("{}: perplexity vs evaluated length (method {}, {} split)", c.corpus, c.method, c.split);
+  spec.title = fmt::format("{}: perplexity vs evaluated length (method {}, {} split)", c.corpus,
+                           c.method, c.split);
   spec.xlabel = "evaluated length L (tokens, log2 scale)";
   spec.ylabel = "perplexity";
   spec.mark_label = "trained at {}";
@@ -82,7 +83,8 @@ int run_compare(const CompareCommandOptions& o) {
   for (size_t i = 1; i < runs.size(); ++i) {
     if (runs[i].vocab.checksum() != runs[0].vocab.checksum()) {
       throw InputError("runs " + o.run_dirs[0] + " and " + o.run_dirs[i] +
-                       " have different vocabularies (" + vocab_summary(runs[0]) + " vs " + vocab_summary(runs[i]) +
+                       " have different vocabularies (" + vocab_summary(runs[0]) + " vs " +
+                       vocab_summary(runs[i]) +
                        "); compare needs runs trained with the same tokenizer on the same corpus");
     }
   }
@@ -93,23 +95,28 @@ int run_compare(const CompareCommandOptions& o) {
     supported[r] = settings.method != EvalMethod::kMemory || runs[r].model->has_memory();
     if (!supported[r]) continue;
     for (const int64_t length : lengths) {
-      check_eval_request(runs[r].model, make_eval_request(settings, length, runs[r].config.eval.batch_tokens));
+      check_eval_request(runs[r].model,
+                         make_eval_request(settings, length, runs[r].config.eval.batch_tokens));
     }
   }
   if (std::none_of(supported.begin(), supported.end(), [](bool s) { return s; })) {
-    throw InputError("--method memory needs an encoding with memory; none of the runs has one (use nonoverlap or sliding)");
+    throw InputError(
+        "--method memory needs an encoding with memory; none of the runs has one (use nonoverlap "
+        "or sliding)");
   }
   std::map<std::string, std::vector<int32_t>> splits;  // by data.dir: runs on one corpus share it
   uint64_t checksum0 = 0;
   EncodeStats stats;
   for (size_t r = 0; r < runs.size(); ++r) {
     const auto& dir = runs[r].config.data.dir;
-    if (!splits.count(dir)) splits[dir] = load_split(dir, split, runs[r].vocab, r == 0 ? &stats : nullptr);
+    if (!splits.count(dir))
+      splits[dir] = load_split(dir, split, runs[r].vocab, r == 0 ? &stats : nullptr);
     const uint64_t sum = checksum_ids(splits[dir]);
     if (r == 0) checksum0 = sum;
     if (sum != checksum0) {
-      throw InputError("runs " + o.run_dirs[0] + " and " + o.run_dirs[r] + " would score different text: the " +
-                       split + " split of " + runs[0].config.data.dir + " differs from that of " + dir);
+      throw InputError("runs " + o.run_dirs[0] + " and " + o.run_dirs[r] +
+                       " would score different text: the " + split + " split of " +
+                       runs[0].config.data.dir + " differs from that of " + dir);
     }
   }
   set_threads(o.threads);
@@ -137,8 +144,8 @@ int run_compare(const CompareCommandOptions& o) {
     if (cr.supported) {
       for (const int64_t length : lengths) {
         bool cached = false;
-        cr.results.push_back(
-            evaluator.evaluate(make_eval_request(settings, length, run.config.eval.batch_tokens), &cached));
+        cr.results.push_back(evaluator.evaluate(
+            make_eval_request(settings, length, run.config.eval.batch_tokens), &cached));
         cr.cached.push_back(cached);
         fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
                    cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");
@@ -150,8 +157,9 @@ int run_compare(const CompareCommandOptions& o) {
   // 4. Table and JSON first, so a missing plotting tool loses nothing.
   fmt::print("{}", format_comparison_table(c));
   if (stats.unknown > 0) {
-    fmt::print("note: {} of {} tokens in {} are not in the runs' vocabulary and were scored as <unk>\n",
-               stats.unknown, stats.tokens, split);
+    fmt::print(
+        "note: {} of {} tokens in {} are not in the runs' vocabulary and were scored as <unk>\n",
+        stats.unknown, stats.tokens, split);
   }
   if (!o.json_path.empty()) {
     write_file_atomic(o.json_path, comparison_to_json(c).dump(2) + "\n");
@@ -170,13 +178,16 @@ int run_compare(const CompareCommandOptions& o) {
 void setup_compare(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<CompareCommandOptions>();
   auto* cmd = app.add_subcommand(
-      "compare", "Evaluate several runs on the same tokens and compare them side by side (table, JSON, plot)");
-  cmd->add_option("runs", o->run_dirs, "Run directories written by txl train (same vocabulary)")->required();
+      "compare",
+      "Evaluate several runs on the same tokens and compare them side by side (table, JSON, plot)");
+  cmd->add_option("runs", o->run_dirs, "Run directories written by txl train (same vocabulary)")
+      ->required();
   add_eval_options(cmd, *o,
                    {"the first run's", "each run's",
                     "Evaluate again even when a run's eval-cache holds the result (and refresh it)",
                     "Also write the comparison as JSON to this file"});
-  cmd->add_option("--plot", o->plot_path, "Draw perplexity against length into this .png (and .svg) with gnuplot");
+  cmd->add_option("--plot", o->plot_path,
+                  "Draw perplexity against length into this .png (and .svg) with gnuplot");
   cmd->callback([o, &exit_code] { exit_code = run_compare(*o); });
 }
 

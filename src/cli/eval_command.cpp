@@ -1,7 +1,7 @@
 // txl eval --run DIR [--split valid|test] [--lengths 64,128] [--method M] [--json FILE] ...
-#include <memory>
-
 #include <spdlog/fmt/fmt.h>
+
+#include <memory>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
@@ -51,7 +51,8 @@ int run_eval(const EvalCommandOptions& o) {
   report.per_position = o.per_position;
   for (const int64_t length : lengths) {
     bool cached = false;
-    report.results.push_back(evaluator.evaluate(make_eval_request(settings, length, batch_tokens), &cached));
+    report.results.push_back(
+        evaluator.evaluate(make_eval_request(settings, length, batch_tokens), &cached));
     report.cached.push_back(cached);
     const auto& r = report.results.back();
     fmt::print(stderr, "  length {:>6}: ppl {:.3f} over {} tokens{}\n", length, r.ppl(), r.tokens,
@@ -59,8 +60,9 @@ int run_eval(const EvalCommandOptions& o) {
   }
   fmt::print("{}", format_report_table(report));
   if (stats.unknown > 0) {
-    fmt::print("note: {} of {} tokens in {} are not in the run's vocabulary and were scored as <unk>\n",
-               stats.unknown, stats.tokens, split);
+    fmt::print(
+        "note: {} of {} tokens in {} are not in the run's vocabulary and were scored as <unk>\n",
+        stats.unknown, stats.tokens, split);
   }
   if (!o.json_path.empty()) {
     write_file_atomic(o.json_path, report_to_json(report).dump(2) + "\n");
@@ -76,7 +78,8 @@ void setup_eval(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("eval", "Perplexity of a trained run at several sequence lengths");
   cmd->add_option("--run", o->run_dir, "Run directory written by txl train")->required();
   add_eval_options(cmd, *o,
-                   {"the run's", "the run's", "Evaluate again even when RUN/eval-cache holds the result (and refresh it)",
+                   {"the run's", "the run's",
+                    "Evaluate again even when RUN/eval-cache holds the result (and refresh it)",
                     "Also write the results as JSON to this file"});
   cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
 }

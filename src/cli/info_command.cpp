@@ -1,9 +1,9 @@
 // txl info: the numerical set-up this machine gives LibTorch, and its measured GEMM rates.
-#include <cstdlib>
-#include <memory>
-
 #include <spdlog/fmt/fmt.h>
 #include <torch/version.h>
+
+#include <cstdlib>
+#include <memory>
 
 #include "txl/cli/commands.h"
 #include "txl/platform/gemm_rate.h"
@@ -42,15 +42,18 @@ int run_info(const InfoOptions& o) {
              wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
   fmt::print("threads      {} of {} logical cores\n", threads, logical_cores());
   const char* forced = std::getenv("TXL_CPU_FLAGS");
-  fmt::print("cpu flags    {}{}\n", to_string(cpu).empty() ? "(none of those txl uses)" : to_string(cpu),
+  fmt::print("cpu flags    {}{}\n",
+             to_string(cpu).empty() ? "(none of those txl uses)" : to_string(cpu),
              forced != nullptr ? " (from TXL_CPU_FLAGS)" : "");
   const auto plan = plan_cpu(cpu, {});
   fmt::print("bf16         {}\n", to_string(plan.bf16));
   if (!blas.warning.empty()) fmt::print("warning      {}\n", blas.warning);
   if (!plan.bf16_note.empty()) fmt::print("warning      {}\n", plan.bf16_note);
   if (!o.no_bench) {
-    fmt::print("gemm fp32    {:.1f} GFLOP/s (1024^3, best of 5)\n", measure_gemm_gflops(torch::kFloat32));
-    fmt::print("gemm bf16    {:.1f} GFLOP/s (1024^3, best of 5)\n", measure_gemm_gflops(torch::kBFloat16));
+    fmt::print("gemm fp32    {:.1f} GFLOP/s (1024^3, best of 5)\n",
+               measure_gemm_gflops(torch::kFloat32));
+    fmt::print("gemm bf16    {:.1f} GFLOP/s (1024^3, best of 5)\n",
+               measure_gemm_gflops(torch::kBFloat16));
   }
   return 0;
 }
@@ -59,7 +62,8 @@ int run_info(const InfoOptions& o) {
 
 void setup_info(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<InfoOptions>();
-  auto* cmd = app.add_subcommand("info", "LibTorch, BLAS, threads, CPU features and measured GEMM rates");
+  auto* cmd =
+      app.add_subcommand("info", "LibTorch, BLAS, threads, CPU features and measured GEMM rates");
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
   cmd->add_flag("--no-bench", o->no_bench, "Skip the GEMM measurements");
   cmd->add_flag("--env", o->env,

@@ -19,7 +19,8 @@ std::vector<int64_t> parse_lengths(const std::string& text, const std::string& o
 
 void check_output_path(const std::string& path, const std::string& option) {
   if (path.empty()) return;
-  if (is_directory(path)) throw InputError(option + " " + path + " is a directory; expected a file path");
+  if (is_directory(path))
+    throw InputError(option + " " + path + " is a directory; expected a file path");
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty() && !is_directory(parent.string())) {
     throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");

@@ -4,11 +4,11 @@
 // char runs refuse (exit 2) and name the characters, because a character the model never
 // saw has no embedding worth conditioning on, and silently replacing it would change the
 // prompt's meaning one character at a time.
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/cli/commands.h"
 #include "txl/data/tokenizer.h"
@@ -60,14 +60,16 @@ std::vector<int64_t> encode_prompt(const std::string& prompt, const Vocab& vocab
     std::string list;
     for (size_t i = 0; i < unknown.size(); ++i) {
       list += (i ? ", " : "") + (vocab.kind() == TokenizerKind::kChar ? code_point_name(unknown[i])
-                                                                     : "\"" + unknown[i] + "\"");
+                                                                      : "\"" + unknown[i] + "\"");
     }
     if (vocab.kind() == TokenizerKind::kChar) {
       throw InputError("--prompt has characters outside the run's vocabulary: " + list +
                        "; the model never saw them in training. Remove or replace them");
     }
-    fmt::print(stderr, "note: {} prompt word(s) are not in the run's vocabulary and were mapped to <unk>: {}\n",
-               unknown.size(), list);
+    fmt::print(
+        stderr,
+        "note: {} prompt word(s) are not in the run's vocabulary and were mapped to <unk>: {}\n",
+        unknown.size(), list);
   }
   return ids;
 }
@@ -83,12 +85,16 @@ int run_sample(const SampleCommandOptions& o) {
   if (o.checkpoint != "best" && o.checkpoint != "last") {
     throw InputError("--checkpoint \"" + o.checkpoint + "\" is not valid; expected best or last");
   }
-  if (o.tokens < 1) throw InputError("--tokens must be a positive integer, got " + std::to_string(o.tokens));
+  if (o.tokens < 1)
+    throw InputError("--tokens must be a positive integer, got " + std::to_string(o.tokens));
   if (!(o.temperature > 0.0) || !std::isfinite(o.temperature)) {
     throw InputError(fmt::format("--temperature must be a number > 0, got {}", o.temperature));
   }
-  if (o.top_k < 0) throw InputError("--top-k must be >= 0 (0 = the whole vocabulary), got " + std::to_string(o.top_k));
-  if (o.context < 0) throw InputError("--context must be >= 1 (0 = the default), got " + std::to_string(o.context));
+  if (o.top_k < 0)
+    throw InputError("--top-k must be >= 0 (0 = the whole vocabulary), got " +
+                     std::to_string(o.top_k));
+  if (o.context < 0)
+    throw InputError("--context must be >= 1 (0 = the default), got " + std::to_string(o.context));
   check_utf8(o.prompt, "--prompt");
   auto run = load_run(o.run_dir, o.checkpoint);
   auto prompt = encode_prompt(o.prompt, run.vocab);
@@ -104,12 +110,16 @@ int run_sample(const SampleCommandOptions& o) {
   options.chunk = t.tgt_len;
   // Default context: the most a query saw in training, so no unseen distance or position
   // comes up. Memory: tgt_len + mem_len - 1 earlier tokens. Absolute: windows of tgt_len.
-  options.context = o.context > 0 ? o.context : memory ? std::max<int64_t>(1, t.tgt_len + t.mem_len - 1) : t.tgt_len;
+  options.context = o.context > 0 ? o.context
+                    : memory      ? std::max<int64_t>(1, t.tgt_len + t.mem_len - 1)
+                                  : t.tgt_len;
   const bool empty_prompt = prompt.empty();
   if (empty_prompt) prompt.push_back(start_token(run.vocab));
-  fmt::print(stderr, "sampling {} tokens from {} ({}, {} step {}) | {} {} | temperature {} | top-k {} | seed {}\n",
-             o.tokens, o.run_dir, to_string(run.config.model.pos_encoding), o.checkpoint, run.state.step,
-             memory ? "memory" : "window", options.context, o.temperature, o.top_k, o.seed);
+  fmt::print(
+      stderr,
+      "sampling {} tokens from {} ({}, {} step {}) | {} {} | temperature {} | top-k {} | seed {}\n",
+      o.tokens, o.run_dir, to_string(run.config.model.pos_encoding), o.checkpoint, run.state.step,
+      memory ? "memory" : "window", options.context, o.temperature, o.top_k, o.seed);
 
   const auto ids = sample_tokens(run.model, prompt, options);
   std::string text = decode(ids, run.vocab);
@@ -133,7 +143,8 @@ void setup_sample(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (0 = all, default)");
   cmd->add_option("--seed", o->seed, "Random seed; the same seed gives the same text (default 1)");
   cmd->add_option("--context", o->context,
-                  "Context in tokens: memory kept (relative) or window (absolute); default: the longest context "
+                  "Context in tokens: memory kept (relative) or window (absolute); default: the "
+                  "longest context "
                   "seen in training");
   cmd->add_option("--checkpoint", o->checkpoint, "best or last");
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");

@@ -4,6 +4,7 @@
 // Signals: the first SIGINT/SIGTERM lets the current step finish, writes checkpoint.pt, prints
 // how to resume and exits 128 + signal (130 / 143). A second one exits at once; checkpoints
 // are written atomically, so that loses at most the steps since the last checkpoint.
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <csignal>
 #include <memory>
 #include <optional>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/cli/commands.h"
 #include "txl/data/corpus.h"

@@ -272,7 +272,8 @@ const Fields<TrainConfig>& train_fields() {
       {"eval_max_tokens", &S::eval_max_tokens, "validation tokens per evaluation (0 = all)"},
       {"threads", &S::threads, "CPU threads (0 = all cores)"},
       {"precision", &S::precision, "fp32 | bf16 (CPU autocast; weights stay fp32)"},
-      {"skip_nonfinite", &S::skip_nonfinite, "skip steps with a NaN/Inf loss or gradient (false: stop)"},
+      {"skip_nonfinite", &S::skip_nonfinite,
+       "skip steps with a NaN/Inf loss or gradient (false: stop)"},
   };
   return fields;
 }

@@ -1,10 +1,10 @@
 #include "txl/eval/cache.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/util/fs.h"
 
@@ -35,7 +35,8 @@ uint64_t checksum_file(const std::string& path) {
   std::vector<char> buf(1 << 16);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    fnv_add(h, reinterpret_cast<const unsigned char*>(buf.data()), static_cast<size_t>(in.gcount()));
+    fnv_add(h, reinterpret_cast<const unsigned char*>(buf.data()),
+            static_cast<size_t>(in.gcount()));
   }
   return h;
 }
@@ -45,7 +46,8 @@ uint64_t checksum_ids(const std::vector<int32_t>& ids) {
   for (const int32_t id : ids) {
     const uint32_t u = static_cast<uint32_t>(id);
     const unsigned char b[4] = {static_cast<unsigned char>(u), static_cast<unsigned char>(u >> 8),
-                                static_cast<unsigned char>(u >> 16), static_cast<unsigned char>(u >> 24)};
+                                static_cast<unsigned char>(u >> 16),
+                                static_cast<unsigned char>(u >> 24)};
     fnv_add(h, b, 4);
   }
   return h;
@@ -56,7 +58,8 @@ std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
   return paths.last_checkpoint();
 }
 
-nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model, const EvalRequest& r) {
+nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
+                              const EvalRequest& r) {
   const bool memory = r.method == EvalMethod::kMemory;
   return {{"version", kCacheVersion},
           {"split", s.split},
@@ -76,8 +79,8 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model, co
 }
 
 std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k) {
-  std::string name = fmt::format("{}-{}-L{}", k.at("split").get<std::string>(), k.at("method").get<std::string>(),
-                                 k.at("length").get<int64_t>());
+  std::string name = fmt::format("{}-{}-L{}", k.at("split").get<std::string>(),
+                                 k.at("method").get<std::string>(), k.at("length").get<int64_t>());
   if (k.at("stride").get<int64_t>() > 0) name += fmt::format("-S{}", k.at("stride").get<int64_t>());
   if (k.at("method") == "memory") {
     name += fmt::format("-M{}-B{}", k.at("mem_len").get<int64_t>(), k.at("streams").get<int64_t>());
@@ -122,7 +125,8 @@ EvalResult result_from_json(const nlohmann::json& j) {
   int64_t tokens = 0;
   for (const auto t : r.window_tokens) tokens += t;
   if (r.window_nll.size() != r.window_tokens.size() || tokens != r.tokens ||
-      r.position_nll.size() != r.position_start.size() || r.position_nll.size() != r.position_count.size()) {
+      r.position_nll.size() != r.position_start.size() ||
+      r.position_nll.size() != r.position_count.size()) {
     throw std::runtime_error("inconsistent cached evaluation result");
   }
   return r;
@@ -140,12 +144,16 @@ std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohman
   }
 }
 
-std::string write_eval_cache(const std::string& path, const nlohmann::json& key, const EvalResult& result) {
+std::string write_eval_cache(const std::string& path, const nlohmann::json& key,
+                             const EvalResult& result) {
   try {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    if (ec) return "cannot create " + std::filesystem::path(path).parent_path().string() + ": " + ec.message();
-    write_file_atomic(path, nlohmann::json{{"key", key}, {"result", result_to_json(result)}}.dump() + "\n");
+    if (ec)
+      return "cannot create " + std::filesystem::path(path).parent_path().string() + ": " +
+             ec.message();
+    write_file_atomic(
+        path, nlohmann::json{{"key", key}, {"result", result_to_json(result)}}.dump() + "\n");
     return "";
   } catch (const std::exception& e) {
     return e.what();

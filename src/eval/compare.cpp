@@ -1,9 +1,9 @@
 #include "txl/eval/compare.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/eval/report.h"
 
@@ -11,7 +11,9 @@ namespace txl {
 
 namespace {
 
-nlohmann::json maybe(bool valid, double value) { return valid ? nlohmann::json(value) : nlohmann::json(); }
+nlohmann::json maybe(bool valid, double value) {
+  return valid ? nlohmann::json(value) : nlohmann::json();
+}
 
 // Pads or keeps `s` to `width` display columns, counting UTF-8 code points, not bytes.
 std::string pad_left(const std::string& s, size_t width) {
@@ -61,9 +63,14 @@ nlohmann::json comparison_to_json(const Comparison& c) {
                     {"supported", run.supported},
                     {"results", results}});
   }
-  nlohmann::json j = {{"corpus", c.corpus}, {"data_dir", c.data_dir}, {"split", c.split},
-                      {"tokenizer", c.tokenizer}, {"method", c.method}, {"lengths", c.lengths},
-                      {"interval", to_json(c.bootstrap)}, {"runs", runs}};
+  nlohmann::json j = {{"corpus", c.corpus},
+                      {"data_dir", c.data_dir},
+                      {"split", c.split},
+                      {"tokenizer", c.tokenizer},
+                      {"method", c.method},
+                      {"lengths", c.lengths},
+                      {"interval", to_json(c.bootstrap)},
+                      {"runs", runs}};
   if (has_paired(c)) {
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < c.lengths.size(); ++i) {
@@ -85,8 +92,8 @@ nlohmann::json comparison_to_json(const Comparison& c) {
 
 std::string format_comparison_table(const Comparison& c) {
   const bool chars = c.tokenizer == "char";
-  std::string out = fmt::format("compare | corpus {} ({}) | {} split | method {}\n", c.corpus, c.data_dir,
-                                c.split, c.method);
+  std::string out = fmt::format("compare | corpus {} ({}) | {} split | method {}\n", c.corpus,
+                                c.data_dir, c.split, c.method);
   // Settings that are the same for every run and differ per length (stride, memory).
   const CompareRun* any = nullptr;
   for (const auto& run : c.runs) {
@@ -97,8 +104,8 @@ std::string format_comparison_table(const Comparison& c) {
   }
   if (any && !any->results.empty()) out += "method " + describe_method(any->results.front()) + "\n";
   for (const auto& run : c.runs) {
-    out += fmt::format("  {}: {} encoding, trained at length {}, {} step {}{}\n", run.name, run.encoding,
-                       run.train_length, run.checkpoint, run.checkpoint_step,
+    out += fmt::format("  {}: {} encoding, trained at length {}, {} step {}{}\n", run.name,
+                       run.encoding, run.train_length, run.checkpoint, run.checkpoint_step,
                        run.supported ? "" : " (n/a: method memory needs an encoding with memory)");
   }
 
@@ -116,7 +123,9 @@ std::string format_comparison_table(const Comparison& c) {
   const bool paired = has_paired(c);
   std::string head = fmt::format("{:>8} {:>12} {:>10}", "length", "setting", "tokens");
   for (size_t r = 0; r < c.runs.size(); ++r) head += " | " + pad_left(headers[r], widths[r]);
-  if (paired) head += fmt::format(" | {:>31} {:>25}", "nll/token a-b [95% interval]", "ppl a/b [95% interval]");
+  if (paired)
+    head +=
+        fmt::format(" | {:>31} {:>25}", "nll/token a-b [95% interval]", "ppl a/b [95% interval]");
   out += head + "\n";
   for (size_t i = 0; i < c.lengths.size(); ++i) {
     std::string setting = "-";
@@ -132,20 +141,24 @@ std::string format_comparison_table(const Comparison& c) {
       const std::string diff =
           d.diff.valid ? fmt::format("{:+.4f} [{:+.4f},{:+.4f}]", d.mean_diff, d.diff.lo, d.diff.hi)
                        : fmt::format("{:+.4f} [n/a]", d.mean_diff);
-      const std::string ratio =
-          d.diff.valid ? fmt::format("{:.3f} [{:.3f},{:.3f}]", d.ppl_ratio(), std::exp(d.diff.lo), std::exp(d.diff.hi))
-                       : fmt::format("{:.3f} [n/a]", d.ppl_ratio());
+      const std::string ratio = d.diff.valid ? fmt::format("{:.3f} [{:.3f},{:.3f}]", d.ppl_ratio(),
+                                                           std::exp(d.diff.lo), std::exp(d.diff.hi))
+                                             : fmt::format("{:.3f} [n/a]", d.ppl_ratio());
       line += fmt::format(" | {:>31} {:>25}", diff, ratio);
     }
     out += line + "\n";
   }
-  out += fmt::format("cells: ppl [95% interval]{} ; * = the run's training length\n", chars ? " bpc" : "");
-  out += "ppl = exp(total NLL / tokens scored); every run scores the same tokens in the same windows\n";
+  out += fmt::format("cells: ppl [95% interval]{} ; * = the run's training length\n",
+                     chars ? " bpc" : "");
+  out +=
+      "ppl = exp(total NLL / tokens scored); every run scores the same tokens in the same "
+      "windows\n";
   out += "intervals: " + describe(c.bootstrap);
   if (paired) {
-    out += fmt::format("; a-b is paired over the same windows (a = {}, b = {}); an interval that excludes 0 "
-                       "(ratio 1) means the difference is not resampling noise",
-                       c.runs[0].name, c.runs[1].name);
+    out += fmt::format(
+        "; a-b is paired over the same windows (a = {}, b = {}); an interval that excludes 0 "
+        "(ratio 1) means the difference is not resampling noise",
+        c.runs[0].name, c.runs[1].name);
   }
   out += "\n";
   if (c.per_position && any && !any->results.empty()) {

@@ -76,20 +76,24 @@ struct Window {
   int64_t skip;
 };
 
-void score_windows(TransformerLM& model, const torch::Tensor& stream, const std::vector<Window>& windows,
-                   const EvalRequest& request, Scorer& scorer) {
-  const int64_t per_batch = std::max<int64_t>(1, request.batch_tokens / std::max<int64_t>(1, request.length));
+void score_windows(TransformerLM& model, const torch::Tensor& stream,
+                   const std::vector<Window>& windows, const EvalRequest& request, Scorer& scorer) {
+  const int64_t per_batch =
+      std::max<int64_t>(1, request.batch_tokens / std::max<int64_t>(1, request.length));
   size_t i = 0;
   while (i < windows.size()) {
     // Group consecutive windows of equal length into one batch.
     size_t j = i + 1;
-    while (j < windows.size() && static_cast<int64_t>(j - i) < per_batch && windows[j].len == windows[i].len) ++j;
+    while (j < windows.size() && static_cast<int64_t>(j - i) < per_batch &&
+           windows[j].len == windows[i].len)
+      ++j;
     std::vector<torch::Tensor> in, tg;
     for (size_t w = i; w < j; ++w) {
       in.push_back(stream.narrow(0, windows[w].start, windows[w].len));
       tg.push_back(stream.narrow(0, windows[w].start + 1, windows[w].len));
     }
-    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr);  // [b, L]
+    auto nll =
+        per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr);  // [b, L]
     for (size_t w = i; w < j; ++w) {
       const auto& win = windows[w];
       scorer.add_window(nll[w - i].narrow(0, win.skip, win.len - win.skip), win.skip);
@@ -120,7 +124,8 @@ void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t 
       tg.push_back(stream.narrow(0, b * per + pos + 1, len));
     }
     Memory next;
-    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), memory, request, &next);  // [b, Q]
+    auto nll =
+        per_token_nll(model, torch::stack(in), torch::stack(tg), memory, request, &next);  // [b, Q]
     memory = std::move(next);
     for (int64_t b = 0; b < nll.size(0); ++b) scorer.add_window(nll[b], 0);
     pos += len;
@@ -131,9 +136,12 @@ void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t 
 
 std::string to_string(EvalMethod method) {
   switch (method) {
-    case EvalMethod::kNonOverlap: return "nonoverlap";
-    case EvalMethod::kSliding: return "sliding";
-    case EvalMethod::kMemory: return "memory";
+    case EvalMethod::kNonOverlap:
+      return "nonoverlap";
+    case EvalMethod::kSliding:
+      return "sliding";
+    case EvalMethod::kMemory:
+      return "memory";
   }
   return "?";
 }
@@ -142,7 +150,8 @@ EvalMethod parse_eval_method(const std::string& name) {
   if (name == "nonoverlap") return EvalMethod::kNonOverlap;
   if (name == "sliding") return EvalMethod::kSliding;
   if (name == "memory") return EvalMethod::kMemory;
-  throw InputError("--method \"" + name + "\" is not valid; expected one of nonoverlap, sliding, memory");
+  throw InputError("--method \"" + name +
+                   "\" is not valid; expected one of nonoverlap, sliding, memory");
 }
 
 int64_t effective_stride(const EvalRequest& request) {
@@ -154,14 +163,17 @@ double EvalResult::ppl() const { return std::exp(mean_nll()); }
 double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
 
 void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
-  if (r.length < 1) throw InputError("evaluation length must be a positive integer, got " + std::to_string(r.length));
-  if (r.method == EvalMethod::kSliding && (r.stride < 0 || r.stride > r.length)) {
-    throw InputError("--stride " + std::to_string(r.stride) + " must be between 1 and the window length " +
+  if (r.length < 1)
+    throw InputError("evaluation length must be a positive integer, got " +
                      std::to_string(r.length));
+  if (r.method == EvalMethod::kSliding && (r.stride < 0 || r.stride > r.length)) {
+    throw InputError("--stride " + std::to_string(r.stride) +
+                     " must be between 1 and the window length " + std::to_string(r.length));
   }
   if (r.method == EvalMethod::kMemory && !model->has_memory()) {
-    throw InputError("--method memory needs an encoding with memory; this run uses model.pos_encoding = " +
-                     to_string(model->config().pos_encoding) + " (use nonoverlap or sliding)");
+    throw InputError(
+        "--method memory needs an encoding with memory; this run uses model.pos_encoding = " +
+        to_string(model->config().pos_encoding) + " (use nonoverlap or sliding)");
   }
   if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
   if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
@@ -170,7 +182,8 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
   }
 }
 
-EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const EvalRequest& request) {
+EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
+                    const EvalRequest& request) {
   check_eval_request(model, request);
   int64_t n_targets = static_cast<int64_t>(ids.size()) - 1;
   if (request.max_tokens > 0) n_targets = std::min(n_targets, request.max_tokens);
@@ -201,7 +214,8 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const
   } else {
     std::vector<Window> windows;
     if (request.method == EvalMethod::kNonOverlap) {
-      for (int64_t s = 0; s < n_targets; s += len) windows.push_back({s, std::min(len, n_targets - s), 0});
+      for (int64_t s = 0; s < n_targets; s += len)
+        windows.push_back({s, std::min(len, n_targets - s), 0});
     } else {
       const int64_t stride = result.stride;
       // First window scored whole; window ending at e scores targets [e - stride, e).

@@ -1,10 +1,10 @@
 #include "txl/eval/interval.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/model/sampling.h"  // SplitMix64
 
@@ -49,8 +49,8 @@ Interval bootstrap_ratio(const std::vector<double>& num, const std::vector<int64
 }  // namespace
 
 std::string describe(const BootstrapOptions& o) {
-  return fmt::format("{:.0f}% percentile bootstrap over windows ({} resamples, seed {})", o.level * 100,
-                     o.resamples, o.seed);
+  return fmt::format("{:.0f}% percentile bootstrap over windows ({} resamples, seed {})",
+                     o.level * 100, o.resamples, o.seed);
 }
 
 nlohmann::json to_json(const BootstrapOptions& o) {
@@ -66,12 +66,14 @@ Interval mean_nll_interval(const EvalResult& r, const BootstrapOptions& o) {
 
 double PairedDifference::ppl_ratio() const { return std::exp(mean_diff); }
 
-PairedDifference paired_difference(const EvalResult& a, const EvalResult& b, const BootstrapOptions& o) {
+PairedDifference paired_difference(const EvalResult& a, const EvalResult& b,
+                                   const BootstrapOptions& o) {
   if (a.window_tokens != b.window_tokens || a.window_nll.size() != a.window_tokens.size() ||
       b.window_nll.size() != b.window_tokens.size()) {
-    throw std::invalid_argument(fmt::format(
-        "paired difference needs the same windows: {} windows / {} tokens vs {} windows / {} tokens",
-        a.window_tokens.size(), a.tokens, b.window_tokens.size(), b.tokens));
+    throw std::invalid_argument(
+        fmt::format("paired difference needs the same windows: {} windows / {} tokens vs {} "
+                    "windows / {} tokens",
+                    a.window_tokens.size(), a.tokens, b.window_tokens.size(), b.tokens));
   }
   std::vector<double> diff(a.window_nll.size());
   for (size_t i = 0; i < diff.size(); ++i) diff[i] = a.window_nll[i] - b.window_nll[i];

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <spdlog/fmt/fmt.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,8 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/util/fs.h"
 
@@ -51,7 +50,8 @@ struct TempDir {
   std::string path;
   TempDir() {
     std::string pattern = (fs::temp_directory_path() / "txl-plot-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary directory for the plot");
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a temporary directory for the plot");
     path = pattern;
   }
   ~TempDir() {
@@ -75,8 +75,8 @@ std::string find_on_path(const std::string& program) {
   return "";
 }
 
-std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, const std::string& png_path,
-                           const std::string& svg_path) {
+std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
+                           const std::string& png_path, const std::string& svg_path) {
   double ymin = 0, ymax = 0;
   bool first = true;
   int64_t xmin = 0, xmax = 0;
@@ -107,10 +107,12 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, c
   if (log_y) s += "set logscale y 10\n";
   // Ticks exactly at the evaluated lengths, with some room on both sides of them.
   std::string tics;
-  for (size_t i = 0; i < xs.size(); ++i) tics += fmt::format("{}\"{}\" {}", i ? ", " : "", xs[i], xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i)
+    tics += fmt::format("{}\"{}\" {}", i ? ", " : "", xs[i], xs[i]);
   if (!xs.empty()) {
     s += fmt::format("set xtics ({})\n", tics);
-    s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(xmin) / 1.4, static_cast<double>(xmax) * 1.4);
+    s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(xmin) / 1.4,
+                     static_cast<double>(xmax) * 1.4);
   }
   s += "set grid xtics ytics lc rgb '#dddddd'\n";
   // Outside the plot area: a legend inside would cover the lines wherever they happen to run.
@@ -118,19 +120,22 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, c
   s += "set tmargin 5\n";
   s += "set key title \"bars: 95% interval\"\n";
   for (const auto m : spec.marks) {
-    s += fmt::format("set arrow from {}, graph 0 to {}, graph 1 nohead dashtype 2 lw 1.5 lc rgb '#555555'\n", m, m);
+    s += fmt::format(
+        "set arrow from {}, graph 0 to {}, graph 1 nohead dashtype 2 lw 1.5 lc rgb '#555555'\n", m,
+        m);
     std::string text = spec.mark_label;
     const auto at = text.find("{}");
     if (at != std::string::npos) text.replace(at, 2, std::to_string(m));
     // Above the plot area, where no line or error bar can hide it.
-    s += fmt::format("set label {} at {}, graph 1 center offset 0,0.8 tc rgb '#555555'\n", gp_quote(text), m);
+    s += fmt::format("set label {} at {}, graph 1 center offset 0,0.8 tc rgb '#555555'\n",
+                     gp_quote(text), m);
   }
   std::string plot = "plot ";
   for (size_t i = 0; i < spec.series.size(); ++i) {
     const bool bars = !spec.series[i].lo.empty();
-    plot += fmt::format("{}{} index {} using 1:2{} with {} lw 2 pt 7 ps 1 title {}", i ? ", \\\n     " : "",
-                        gp_quote(data_path), i, bars ? ":3:4" : "", bars ? "yerrorlines" : "linespoints",
-                        gp_quote(spec.series[i].label));
+    plot += fmt::format("{}{} index {} using 1:2{} with {} lw 2 pt 7 ps 1 title {}",
+                        i ? ", \\\n     " : "", gp_quote(data_path), i, bars ? ":3:4" : "",
+                        bars ? "yerrorlines" : "linespoints", gp_quote(spec.series[i].label));
   }
   plot += "\n";
   s += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
@@ -153,13 +158,15 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, c
 void write_plot(const PlotSpec& spec, const std::string& png_path, const std::string& svg_path) {
   const std::string gnuplot = find_on_path("gnuplot");
   if (gnuplot.empty()) {
-    throw PlotToolMissing(
-        "cannot draw " + png_path + ": gnuplot is not installed (not found on PATH). Install it with "
-        "`sudo apt-get install gnuplot-nox` and run again, or leave out --plot");
+    throw PlotToolMissing("cannot draw " + png_path +
+                          ": gnuplot is not installed (not found on PATH). Install it with "
+                          "`sudo apt-get install gnuplot-nox` and run again, or leave out --plot");
   }
   TempDir tmp;
-  const std::string data = tmp.path + "/data.dat", script = tmp.path + "/plot.gp", log = tmp.path + "/gnuplot.log";
-  const std::string tmp_png = tmp.path + "/plot.png", tmp_svg = svg_path.empty() ? "" : tmp.path + "/plot.svg";
+  const std::string data = tmp.path + "/data.dat", script = tmp.path + "/plot.gp",
+                    log = tmp.path + "/gnuplot.log";
+  const std::string tmp_png = tmp.path + "/plot.png",
+                    tmp_svg = svg_path.empty() ? "" : tmp.path + "/plot.svg";
   {
     // One data block per series; blocks are separated by two blank lines (gnuplot `index`).
     std::ofstream out(data);
@@ -167,7 +174,8 @@ void write_plot(const PlotSpec& spec, const std::string& png_path, const std::st
       out << "# " << series.label << "\n";
       for (size_t i = 0; i < series.x.size(); ++i) {
         out << series.x[i] << ' ' << fmt::format("{:.10g}", series.y[i]);
-        if (!series.lo.empty()) out << ' ' << fmt::format("{:.10g} {:.10g}", series.lo[i], series.hi[i]);
+        if (!series.lo.empty())
+          out << ' ' << fmt::format("{:.10g} {:.10g}", series.lo[i], series.hi[i]);
         out << '\n';
       }
       out << "\n\n";
@@ -176,9 +184,11 @@ void write_plot(const PlotSpec& spec, const std::string& png_path, const std::st
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  std::vector<char*> argv = {const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script.c_str()), nullptr};
+  std::vector<char*> argv = {const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script.c_str()),
+                             nullptr};
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);

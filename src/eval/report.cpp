@@ -1,8 +1,8 @@
 #include "txl/eval/report.h"
 
-#include <cmath>
-
 #include <spdlog/fmt/fmt.h>
+
+#include <cmath>
 
 namespace txl {
 
@@ -10,7 +10,9 @@ namespace {
 
 double to_bits(double nats) { return nats / std::log(2.0); }
 
-nlohmann::json maybe(bool valid, double value) { return valid ? nlohmann::json(value) : nlohmann::json(); }
+nlohmann::json maybe(bool valid, double value) {
+  return valid ? nlohmann::json(value) : nlohmann::json();
+}
 
 std::string format_interval(const Interval& i) {
   if (!i.valid) return "n/a (1 window)";
@@ -35,9 +37,12 @@ std::string describe_method(const EvalResult& r) {
 
 std::string method_setting(const EvalResult& r) {
   switch (r.method) {
-    case EvalMethod::kNonOverlap: return "-";
-    case EvalMethod::kSliding: return fmt::format("stride {}", r.stride);
-    case EvalMethod::kMemory: return fmt::format("mem {} x{}", r.mem_len, r.streams);
+    case EvalMethod::kNonOverlap:
+      return "-";
+    case EvalMethod::kSliding:
+      return fmt::format("stride {}", r.stride);
+    case EvalMethod::kMemory:
+      return fmt::format("mem {} x{}", r.mem_len, r.streams);
   }
   return "?";
 }
@@ -67,14 +72,17 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
 }
 
 nlohmann::json per_position_to_json(const EvalResult& e) {
-  return {{"bucket_start", e.position_start}, {"bucket_tokens", e.position_count}, {"mean_nll", e.position_nll}};
+  return {{"bucket_start", e.position_start},
+          {"bucket_tokens", e.position_count},
+          {"mean_nll", e.position_nll}};
 }
 
 std::string format_per_position(const EvalResult& e) {
   std::string out = fmt::format("  L={}:", e.length);
   for (size_t b = 0; b < e.position_nll.size(); ++b) {
     const int64_t end = b + 1 < e.position_start.size() ? e.position_start[b + 1] : e.length;
-    out += fmt::format("{} [{},{}) {:.3f}", b == 0 ? "" : " |", e.position_start[b], end, e.position_nll[b]);
+    out += fmt::format("{} [{},{}) {:.3f}", b == 0 ? "" : " |", e.position_start[b], end,
+                       e.position_nll[b]);
   }
   return out;
 }
@@ -82,7 +90,9 @@ std::string format_per_position(const EvalResult& e) {
 std::string per_position_heading(EvalMethod method) {
   std::string out = "mean NLL per position inside the window ([first, end) of each bucket)";
   if (method == EvalMethod::kSliding) {
-    out += "; sliding scores positions before L - stride in the first window only, so those buckets hold few tokens";
+    out +=
+        "; sliding scores positions before L - stride in the first window only, so those buckets "
+        "hold few tokens";
   }
   if (method == EvalMethod::kMemory) out += "; positions within each segment, memory before them";
   return out + ":\n";
@@ -112,21 +122,25 @@ nlohmann::json report_to_json(const EvalReport& r) {
 
 std::string format_report_table(const EvalReport& r) {
   const bool chars = r.tokenizer == "char";
-  std::string out = fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run,
-                                r.encoding, r.split, r.checkpoint, r.checkpoint_step, r.train_length);
+  std::string out =
+      fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run, r.encoding,
+                  r.split, r.checkpoint, r.checkpoint_step, r.train_length);
   if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
-  out += fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length", "method", "setting",
-                     "tokens", "windows", "nll/token", "ppl", "95% interval", chars ? fmt::format(" {:>7}", "bpc") : "");
+  out += fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length",
+                     "method", "setting", "tokens", "windows", "nll/token", "ppl", "95% interval",
+                     chars ? fmt::format(" {:>7}", "bpc") : "");
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
     const std::string mark = e.length == r.train_length ? " *" : "";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
-    out += fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
-                       to_string(e.method), method_setting(e), e.tokens, e.window_nll.size(), e.mean_nll(), e.ppl(),
-                       format_interval(mean_nll_interval(e, r.bootstrap)),
-                       chars ? fmt::format(" {:>7.4f}", e.bpc()) : "", mark, cached);
+    out +=
+        fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
+                    to_string(e.method), method_setting(e), e.tokens, e.window_nll.size(),
+                    e.mean_nll(), e.ppl(), format_interval(mean_nll_interval(e, r.bootstrap)),
+                    chars ? fmt::format(" {:>7.4f}", e.bpc()) : "", mark, cached);
   }
-  out += "(* = training length; ppl = exp(total NLL / tokens scored); interval: " + describe(r.bootstrap) + ")\n";
+  out += "(* = training length; ppl = exp(total NLL / tokens scored); interval: " +
+         describe(r.bootstrap) + ")\n";
   if (r.per_position && !r.results.empty()) {
     out += per_position_heading(r.results.front().method);
     for (const auto& e : r.results) out += format_per_position(e) + "\n";

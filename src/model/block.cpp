@@ -19,10 +19,16 @@ void init_linear(torch::nn::Linear& layer, double std) {
 }  // namespace
 
 AttentionImpl::AttentionImpl(const ModelConfig& c)
-    : n_head_(c.n_head), d_head_(c.d_head), pre_norm_(c.pre_norm), dropout_(c.dropout), dropatt_(c.dropatt) {
+    : n_head_(c.n_head),
+      d_head_(c.d_head),
+      pre_norm_(c.pre_norm),
+      dropout_(c.dropout),
+      dropatt_(c.dropatt) {
   const int64_t hd = c.n_head * c.d_head;
-  qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, 3 * hd).bias(false)));
-  out = register_module("out", torch::nn::Linear(torch::nn::LinearOptions(hd, c.d_model).bias(false)));
+  qkv = register_module("qkv",
+                        torch::nn::Linear(torch::nn::LinearOptions(c.d_model, 3 * hd).bias(false)));
+  out = register_module("out",
+                        torch::nn::Linear(torch::nn::LinearOptions(hd, c.d_model).bias(false)));
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
   score = register_module("score", make_position_score(c));
   init_linear(qkv, c.init_std);
@@ -36,46 +42,48 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
   const int64_t mem_len = memory.defined() ? memory.size(1) : 0;
   const int64_t key_len = mem_len + query_len;
 
-  auto x = pre_norm_ ? norm(h) : h;                                           // [B, Q, C]
+  auto x = pre_norm_ ? norm(h) : h;  // [B, Q, C]
   torch::Tensor q, k, v;
   if (mem_len == 0) {
     // unbind, not three selects: its backward stacks the three gradients in one copy,
     // where each select's backward fills a zero tensor of the whole projection.
-    auto qkv_all = qkv(x).view({batch, query_len, 3, n_head_, d_head_}).unbind(2);  // 3 x [B, Q, H, D]
+    auto qkv_all =
+        qkv(x).view({batch, query_len, 3, n_head_, d_head_}).unbind(2);  // 3 x [B, Q, H, D]
     q = qkv_all[0];
     k = qkv_all[1];
     v = qkv_all[2];
   } else {
     // Queries only for the current segment; keys and values for memory too.
-    auto mem = pre_norm_ ? norm(memory) : memory;                             // [B, M, C]
-    auto cat = torch::cat({mem, x}, /*dim=*/1);                               // [B, K, C]
+    auto mem = pre_norm_ ? norm(memory) : memory;  // [B, M, C]
+    auto cat = torch::cat({mem, x}, /*dim=*/1);    // [B, K, C]
     q = torch::linear(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
     auto kv = torch::linear(cat, qkv->weight.narrow(0, hd, 2 * hd))
-                  .view({batch, key_len, 2, n_head_, d_head_});               // [B, K, 2, H, D]
-    auto kv_parts = kv.unbind(2);                                             // 2 x [B, K, H, D]
+                  .view({batch, key_len, 2, n_head_, d_head_});  // [B, K, 2, H, D]
+    auto kv_parts = kv.unbind(2);                                // 2 x [B, K, H, D]
     k = kv_parts[0];
     v = kv_parts[1];
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_head_));
-  q = q.transpose(1, 2) * scale;                                              // [B, H, Q, D]
-  k = k.transpose(1, 2);                                                      // [B, H, K, D]
-  v = v.transpose(1, 2);                                                      // [B, H, K, D]
+  q = q.transpose(1, 2) * scale;  // [B, H, Q, D]
+  k = k.transpose(1, 2);          // [B, H, K, D]
+  v = v.transpose(1, 2);          // [B, H, K, D]
 
   PositionContext layer_pos = pos;
   layer_pos.mem_len = mem_len;
-  auto scores = score->scores(q, k, layer_pos);                               // [B, H, Q, K]
+  auto scores = score->scores(q, k, layer_pos);  // [B, H, Q, K]
   // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
   scores.masked_fill_(causal_mask(query_len, mem_len, h.device()),
                       -std::numeric_limits<float>::infinity());
-  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(v.dtype());     // [B, H, Q, K]
+  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(v.dtype());  // [B, H, Q, K]
   probs = apply_dropout(probs, dropatt_, is_training());
-  auto ctx = batched_matmul(probs, v);                                        // [B, H, Q, D]
-  ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});                  // [B, Q, H*D]
-  auto y = apply_dropout(out(ctx), dropout_, is_training());                  // [B, Q, C]
+  auto ctx = batched_matmul(probs, v);                        // [B, H, Q, D]
+  ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});  // [B, Q, H*D]
+  auto y = apply_dropout(out(ctx), dropout_, is_training());  // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 
-FeedForwardImpl::FeedForwardImpl(const ModelConfig& c) : pre_norm_(c.pre_norm), dropout_(c.dropout) {
+FeedForwardImpl::FeedForwardImpl(const ModelConfig& c)
+    : pre_norm_(c.pre_norm), dropout_(c.dropout) {
   fc1 = register_module("fc1", torch::nn::Linear(c.d_model, c.d_inner));
   fc2 = register_module("fc2", torch::nn::Linear(c.d_inner, c.d_model));
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
@@ -84,9 +92,9 @@ FeedForwardImpl::FeedForwardImpl(const ModelConfig& c) : pre_norm_(c.pre_norm), 
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& h) {
-  auto x = pre_norm_ ? norm(h) : h;                                  // [B, Q, C]
-  auto inner = relu_dropout(fc1(x), dropout_, is_training());        // [B, Q, F]
-  auto y = apply_dropout(fc2(inner), dropout_, is_training());       // [B, Q, C]
+  auto x = pre_norm_ ? norm(h) : h;                             // [B, Q, C]
+  auto inner = relu_dropout(fc1(x), dropout_, is_training());   // [B, Q, F]
+  auto y = apply_dropout(fc2(inner), dropout_, is_training());  // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 

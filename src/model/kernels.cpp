@@ -1,9 +1,9 @@
 #include "txl/model/kernels.h"
 
+#include <ATen/core/LegacyTypeDispatch.h>
+
 #include <limits>
 #include <vector>
-
-#include <ATen/core/LegacyTypeDispatch.h>
 
 #include "txl/platform/parallel.h"
 
@@ -36,7 +36,7 @@ torch::Tensor parallel_bmm(const torch::Tensor& a_in, const torch::Tensor& b_in)
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   auto out_sizes = a.sizes().vec();
   out_sizes.back() = n;
-  auto out = torch::empty(out_sizes, a.options());                                  // [*, m, n]
+  auto out = torch::empty(out_sizes, a.options());  // [*, m, n]
   const auto oa = matrix_offsets(a), ob = matrix_offsets(b), oc = matrix_offsets(out);
   const int64_t count = static_cast<int64_t>(oa.size());
   parallel_chunks(count, 1, [&](int64_t begin, int64_t end) {
@@ -53,8 +53,10 @@ torch::Tensor parallel_bmm(const torch::Tensor& a_in, const torch::Tensor& b_in)
 }
 
 // a and b expanded to their common (broadcast) batch shape.
-std::pair<torch::Tensor, torch::Tensor> broadcast_batch(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+std::pair<torch::Tensor, torch::Tensor> broadcast_batch(const torch::Tensor& a,
+                                                        const torch::Tensor& b) {
+  const auto batch =
+      at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
   auto a_shape = batch;
   a_shape.insert(a_shape.end(), {a.size(-2), a.size(-1)});
   auto b_shape = batch;
@@ -76,11 +78,13 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
     const auto saved = ctx->get_saved_variables();
     const auto& a = saved[0];
     const auto& b = saved[1];
-    const auto& g = grads[0];                                                       // [*, m, n]
+    const auto& g = grads[0];  // [*, m, n]
     auto [ae, be] = broadcast_batch(a, b);
     torch::Tensor grad_a, grad_b;
-    if (ctx->needs_input_grad(0)) grad_a = parallel_bmm(g, be.transpose(-1, -2)).sum_to_size(a.sizes());
-    if (ctx->needs_input_grad(1)) grad_b = parallel_bmm(ae.transpose(-1, -2), g).sum_to_size(b.sizes());
+    if (ctx->needs_input_grad(0))
+      grad_a = parallel_bmm(g, be.transpose(-1, -2)).sum_to_size(a.sizes());
+    if (ctx->needs_input_grad(1))
+      grad_b = parallel_bmm(ae.transpose(-1, -2), g).sum_to_size(b.sizes());
     return {grad_a, grad_b};
   }
 };
@@ -96,7 +100,8 @@ inline uint64_t mix64(uint64_t z) {
 // mask[i] = keep_value, or 0 with probability drop_below / 2^32 and, with a gate, wherever
 // gate[i] <= 0 (ReLU folded in).
 template <typename T>
-void fill_keep_mask(T* mask, const T* gate, int64_t numel, uint64_t seed, uint32_t drop_below, T keep_value) {
+void fill_keep_mask(T* mask, const T* gate, int64_t numel, uint64_t seed, uint32_t drop_below,
+                    T keep_value) {
   const int64_t pairs = (numel + 1) / 2;
   parallel_chunks(pairs, 1 << 14, [&](int64_t begin, int64_t end) {
     const T zero(0.0f);
@@ -127,11 +132,12 @@ torch::Tensor keep_mask(const torch::Tensor& x, double p, bool relu) {
   auto mask = torch::empty(x.sizes(), x.options().requires_grad(false));
   const auto gate = relu ? x.detach().contiguous() : torch::Tensor();
   if (mask.scalar_type() == torch::kFloat32) {
-    fill_keep_mask<float>(mask.data_ptr<float>(), relu ? gate.data_ptr<float>() : nullptr, mask.numel(), seed,
-                          drop_below, keep);
+    fill_keep_mask<float>(mask.data_ptr<float>(), relu ? gate.data_ptr<float>() : nullptr,
+                          mask.numel(), seed, drop_below, keep);
   } else if (mask.scalar_type() == torch::kBFloat16) {
-    fill_keep_mask<at::BFloat16>(mask.data_ptr<at::BFloat16>(), relu ? gate.data_ptr<at::BFloat16>() : nullptr,
-                                 mask.numel(), seed, drop_below, at::BFloat16(keep));
+    fill_keep_mask<at::BFloat16>(mask.data_ptr<at::BFloat16>(),
+                                 relu ? gate.data_ptr<at::BFloat16>() : nullptr, mask.numel(), seed,
+                                 drop_below, at::BFloat16(keep));
   } else {
     return torch::Tensor();
   }
@@ -142,8 +148,8 @@ class TokenNll : public torch::autograd::Function<TokenNll> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
-    auto logp = torch::log_softmax(logits, 1, torch::kFloat32);                     // [N, V]
-    auto nll = logp.gather(1, targets.unsqueeze(1)).squeeze(1).neg();                // [N]
+    auto logp = torch::log_softmax(logits, 1, torch::kFloat32);        // [N, V]
+    auto nll = logp.gather(1, targets.unsqueeze(1)).squeeze(1).neg();  // [N]
     ctx->save_for_backward({logp, targets});
     ctx->saved_data["dtype"] = static_cast<int64_t>(logits.scalar_type());
     return nll;
@@ -154,9 +160,9 @@ class TokenNll : public torch::autograd::Function<TokenNll> {
     const auto saved = ctx->get_saved_variables();
     const auto& logp = saved[0];
     const auto& targets = saved[1];
-    const auto g = grads[0].unsqueeze(1);                                            // [N, 1]
+    const auto g = grads[0].unsqueeze(1);  // [N, 1]
     // d nll_i / d logit_ij = softmax_ij - [j == t_i]
-    auto grad = logp.exp().mul_(g);                                                  // [N, V]
+    auto grad = logp.exp().mul_(g);  // [N, V]
     grad.scatter_add_(1, targets.unsqueeze(1), -g);
     const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
     return {grad.to(dtype), torch::Tensor()};
@@ -170,25 +176,31 @@ constexpr int64_t kNllRowBlock = 256;
 
 torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets) {
   TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
-              "token_nll needs logits [N, V] and targets [N], got ", logits.sizes(), " and ", targets.sizes());
-  if (torch::GradMode::is_enabled() && logits.requires_grad()) return TokenNll::apply(logits, targets);
+              "token_nll needs logits [N, V] and targets [N], got ", logits.sizes(), " and ",
+              targets.sizes());
+  if (torch::GradMode::is_enabled() && logits.requires_grad())
+    return TokenNll::apply(logits, targets);
   const int64_t rows = logits.size(0);
-  auto nll = torch::empty({rows}, logits.options().dtype(torch::kFloat32));         // [N]
+  auto nll = torch::empty({rows}, logits.options().dtype(torch::kFloat32));  // [N]
   for (int64_t start = 0; start < rows; start += kNllRowBlock) {
     const int64_t n = std::min(kNllRowBlock, rows - start);
     auto logp = torch::log_softmax(logits.narrow(0, start, n), 1, torch::kFloat32);  // [n, V]
-    nll.narrow(0, start, n).copy_(logp.gather(1, targets.narrow(0, start, n).unsqueeze(1)).squeeze(1).neg());
+    nll.narrow(0, start, n)
+        .copy_(logp.gather(1, targets.narrow(0, start, n).unsqueeze(1)).squeeze(1).neg());
   }
   return nll;
 }
 
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
-  TORCH_CHECK(a.dim() >= 3 && b.dim() >= 3, "batched_matmul needs batched matrices, got ", a.sizes(), " and ",
+  TORCH_CHECK(a.dim() >= 3 && b.dim() >= 3, "batched_matmul needs batched matrices, got ",
+              a.sizes(), " and ", b.sizes());
+  TORCH_CHECK(a.size(-1) == b.size(-2), "batched_matmul: inner sizes differ, ", a.sizes(), " @ ",
               b.sizes());
-  TORCH_CHECK(a.size(-1) == b.size(-2), "batched_matmul: inner sizes differ, ", a.sizes(), " @ ", b.sizes());
   int64_t count = 1;
-  for (auto s : at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2))) count *= s;
-  if (a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 || count < at::get_num_threads()) {
+  for (auto s : at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2)))
+    count *= s;
+  if (a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 ||
+      count < at::get_num_threads()) {
     return torch::matmul(a, b);
   }
   return BatchedMatmul::apply(a, b);

@@ -24,7 +24,7 @@ torch::Tensor RelativeScore::scores(const torch::Tensor& q, const torch::Tensor&
   // q is pre-scaled by 1/sqrt(D); the biases are too, so score = (q + u).k / sqrt(D).
   auto u_s = (u * scale_).view({1, n_head_, 1, d_head_}).to(q.dtype());
   auto v_s = (v * scale_).view({1, n_head_, 1, d_head_}).to(q.dtype());
-  auto ac = batched_matmul(q + u_s, k.transpose(-1, -2));                  // [B, H, Q, K]
+  auto ac = batched_matmul(q + u_s, k.transpose(-1, -2));  // [B, H, Q, K]
   // One zero distance key past the last makes the position scores come out with the spare
   // column rel_shift_padded needs, so the shift is a view instead of two [B, H, Q, K] copies.
   auto r = distance_keys(key_len, pos).to(q.dtype());                       // [H, K, D]
@@ -32,7 +32,7 @@ torch::Tensor RelativeScore::scores(const torch::Tensor& q, const torch::Tensor&
   auto bd = batched_matmul(q + v_s, r_pad.transpose(-1, -2).unsqueeze(0));  // [B, H, Q, K+1]
   // In place: ac is a fresh product no backward formula needs, and this keeps one [B, H, Q, K]
   // tensor alive instead of three (matters at long evaluation windows).
-  return ac.add_(rel_shift_padded(bd));                                     // [B, H, Q, K]
+  return ac.add_(rel_shift_padded(bd));  // [B, H, Q, K]
 }
 
 SinusoidRelativeScore::SinusoidRelativeScore(int64_t d_model, int64_t n_head, int64_t d_head,
@@ -65,11 +65,11 @@ int64_t LearnedRelativeScore::table_row(int64_t distance) const {
 
 torch::Tensor LearnedRelativeScore::distance_keys(int64_t key_len, const PositionContext& pos) {
   // Distances K-1 .. 0, clamped to the table (and to clamp_len when set).
-  auto distances = torch::arange(key_len - 1, -1, -1, torch::kLong);        // [K]
+  auto distances = torch::arange(key_len - 1, -1, -1, torch::kLong);  // [K]
   int64_t cap = max_rel_dist - 1;
   if (pos.clamp_len > 0) cap = std::min(cap, pos.clamp_len);
-  auto rows = distances.clamp_max(cap) + (max_rel_dist - 1);                // [K]
-  auto t = table.index_select(0, rows.to(table.device()));                  // [K, D]
+  auto rows = distances.clamp_max(cap) + (max_rel_dist - 1);  // [K]
+  auto t = table.index_select(0, rows.to(table.device()));    // [K, D]
   // r[h, k, :] = P_h^T-free convention: r = t @ P_h                         -> [H, K, D]
   return torch::matmul(t.unsqueeze(0), projection);
 }
@@ -79,8 +79,8 @@ std::shared_ptr<PositionScoreImpl> make_position_score(const ModelConfig& config
     case PosEncoding::kAbsolute:
       return std::make_shared<ContentScore>();
     case PosEncoding::kRelative:
-      return std::make_shared<SinusoidRelativeScore>(config.d_model, config.n_head,
-                                                     config.d_head, config.init_std);
+      return std::make_shared<SinusoidRelativeScore>(config.d_model, config.n_head, config.d_head,
+                                                     config.init_std);
     case PosEncoding::kRelativeLearned:
       return std::make_shared<LearnedRelativeScore>(config.n_head, config.d_head,
                                                     config.max_rel_dist, config.init_std);

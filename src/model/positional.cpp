@@ -18,15 +18,16 @@ torch::Tensor relative_sinusoids(int64_t key_len, int64_t d_model, int64_t clamp
   auto positions = torch::arange(key_len - 1, -1, -1, options.dtype(torch::kFloat64));  // [K]
   if (clamp_len > 0) positions = positions.clamp_max(static_cast<double>(clamp_len));
   auto angles = torch::outer(positions, inverse_frequencies(d_model, options));  // [K, C/2]
-  auto out = torch::cat({angles.sin(), angles.cos()}, /*dim=*/1);               // [K, C]
+  auto out = torch::cat({angles.sin(), angles.cos()}, /*dim=*/1);                // [K, C]
   return out.to(options.dtype(torch::kFloat32));
 }
 
-torch::Tensor absolute_sinusoids(int64_t len, int64_t d_model, const torch::TensorOptions& options) {
-  auto positions = torch::arange(len, options.dtype(torch::kFloat64));              // [L]
-  auto angles = torch::outer(positions, inverse_frequencies(d_model, options));      // [L, C/2]
+torch::Tensor absolute_sinusoids(int64_t len, int64_t d_model,
+                                 const torch::TensorOptions& options) {
+  auto positions = torch::arange(len, options.dtype(torch::kFloat64));           // [L]
+  auto angles = torch::outer(positions, inverse_frequencies(d_model, options));  // [L, C/2]
   auto out = torch::stack({angles.sin(), angles.cos()}, /*dim=*/2).reshape({len, d_model});
-  return out.to(options.dtype(torch::kFloat32));                                     // [L, C]
+  return out.to(options.dtype(torch::kFloat32));  // [L, C]
 }
 
 torch::Tensor rel_shift(const torch::Tensor& x) {
@@ -34,7 +35,8 @@ torch::Tensor rel_shift(const torch::Tensor& x) {
 }
 
 torch::Tensor rel_shift_padded(const torch::Tensor& x) {
-  TORCH_CHECK(x.dim() >= 2 && x.size(-1) >= 2, "rel_shift_padded needs [..., Q, K+1], got ", x.sizes());
+  TORCH_CHECK(x.dim() >= 2 && x.size(-1) >= 2, "rel_shift_padded needs [..., Q, K+1], got ",
+              x.sizes());
   const int64_t q = x.size(-2);
   const int64_t k = x.size(-1) - 1;
   TORCH_CHECK(x.stride(-1) == 1 && (q == 1 || x.stride(-2) == k + 1),

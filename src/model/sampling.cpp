@@ -19,34 +19,36 @@ torch::Tensor ContextFeeder::feed(const std::vector<int64_t>& tokens) {
     if (static_cast<int64_t>(window_.size()) > context_) {
       window_.erase(window_.begin(), window_.end() - context_);
     }
-    auto input = torch::tensor(window_, torch::kLong).unsqueeze(0);                 // [1, Q]
-    auto logits = model_->forward(input, {}, opts).logits;                          // [1, Q, V]
-    return logits[0][-1].to(torch::kFloat32);                                       // [V]
+    auto input = torch::tensor(window_, torch::kLong).unsqueeze(0);  // [1, Q]
+    auto logits = model_->forward(input, {}, opts).logits;           // [1, Q, V]
+    return logits[0][-1].to(torch::kFloat32);                        // [V]
   }
   opts.keep_memory = context_;
   torch::Tensor last;
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
     const size_t end = std::min(tokens.size(), start + static_cast<size_t>(chunk_));
     auto input = torch::tensor(std::vector<int64_t>(tokens.begin() + start, tokens.begin() + end),
-                               torch::kLong).unsqueeze(0);                          // [1, Q]
+                               torch::kLong)
+                     .unsqueeze(0);  // [1, Q]
     auto out = model_->forward(input, memory_, opts);
-    memory_ = std::move(out.memory);                                                // [1, <=context, C]
-    last = out.logits[0][-1];                                                       // [V]
+    memory_ = std::move(out.memory);  // [1, <=context, C]
+    last = out.logits[0][-1];         // [V]
   }
   return last.to(torch::kFloat32);
 }
 
-int64_t draw_token(const torch::Tensor& logits, double temperature, int64_t top_k, SplitMix64& rng) {
+int64_t draw_token(const torch::Tensor& logits, double temperature, int64_t top_k,
+                   SplitMix64& rng) {
   TORCH_CHECK(temperature > 0, "temperature must be > 0, got ", temperature);
-  auto scaled = (logits.to(torch::kFloat64) / temperature).contiguous();           // [V]
+  auto scaled = (logits.to(torch::kFloat64) / temperature).contiguous();  // [V]
   const int64_t vocab = scaled.size(0);
   if (top_k > 0 && top_k < vocab) {
-    auto kept = std::get<1>(scaled.topk(top_k));                                    // [k]
+    auto kept = std::get<1>(scaled.topk(top_k));  // [k]
     auto masked = torch::full_like(scaled, -std::numeric_limits<double>::infinity());
     masked.index_copy_(0, kept, scaled.index_select(0, kept));
     scaled = masked;
   }
-  auto probs = torch::softmax(scaled, 0).contiguous();                             // [V] float64
+  auto probs = torch::softmax(scaled, 0).contiguous();  // [V] float64
   const double* p = probs.data_ptr<double>();
   const double u = rng.uniform();
   double cum = 0.0;

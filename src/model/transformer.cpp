@@ -14,10 +14,12 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < c.n_layer; ++l) blocks->push_back(Block(c));
   if (c.pre_norm) {
-    final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+    final_norm = register_module("final_norm",
+                                 torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
   }
   if (!c.tie_weights) {
-    output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, vocab_size).bias(false)));
+    output = register_module(
+        "output", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, vocab_size).bias(false)));
   }
   output_bias = register_parameter("output_bias", torch::zeros({vocab_size}));
   torch::NoGradGuard no_grad;
@@ -40,12 +42,12 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   switch (config_.pos_encoding) {
     case PosEncoding::kAbsolute:
-      h = h + absolute_sinusoids(query_len, config_.d_model).to(h.device());      // [B, Q, C]
+      h = h + absolute_sinusoids(query_len, config_.d_model).to(h.device());  // [B, Q, C]
       break;
     case PosEncoding::kRelative:
-      pos.sinusoids = apply_dropout(
-          relative_sinusoids(key_len, config_.d_model, pos.clamp_len).to(h.device()),
-          config_.dropout, is_training());                                          // [K, C]
+      pos.sinusoids =
+          apply_dropout(relative_sinusoids(key_len, config_.d_model, pos.clamp_len).to(h.device()),
+                        config_.dropout, is_training());  // [K, C]
       break;
     case PosEncoding::kRelativeLearned:
       break;
@@ -56,21 +58,21 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   layer_inputs.reserve(blocks->size());
   for (size_t l = 0; l < blocks->size(); ++l) {
     layer_inputs.push_back(h);
-    auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];                 // [B, M, C]
-    h = blocks[l]->as<Block>()->forward(h, mem, pos);                               // [B, Q, C]
+    auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];  // [B, M, C]
+    h = blocks[l]->as<Block>()->forward(h, mem, pos);                // [B, Q, C]
   }
   if (final_norm) h = final_norm(h);
   h = apply_dropout(h, config_.dropout, is_training());
 
   LMOutput result;
   result.memory = update_memory(memory, layer_inputs, options.keep_memory);
-  auto weight = output ? output->weight : embedding->weight;                         // [V, C]
-  auto logits = torch::linear(h, weight, output_bias);                               // [B, Q, V]
+  auto weight = output ? output->weight : embedding->weight;  // [V, C]
+  auto logits = torch::linear(h, weight, output_bias);        // [B, Q, V]
   if (options.targets.defined()) {
     TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
                 " must match tokens ", tokens.sizes());
     result.nll = token_nll(logits.reshape({-1, vocab_size_}), options.targets.reshape({-1}))
-                     .view(tokens.sizes());                                          // [B, Q]
+                     .view(tokens.sizes());  // [B, Q]
   }
   if (options.want_logits || !options.targets.defined()) result.logits = logits;
   return result;

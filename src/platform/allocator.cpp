@@ -1,7 +1,6 @@
 // The block-reusing CPU allocator behind reuse_freed_memory() (declared in runtime.h).
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
-
 #include <malloc.h>
 
 #include <climits>
@@ -92,7 +91,7 @@ class ReusingCpuAllocator final : public c10::Allocator {
 
   c10::Allocator* small_;
   mutable std::mutex mutex_;
-  mutable std::list<Block> kept_;                     // freed blocks, oldest first
+  mutable std::list<Block> kept_;                    // freed blocks, oldest first
   mutable std::unordered_map<void*, size_t> sizes_;  // blocks handed out, by address
 };
 
@@ -101,7 +100,8 @@ ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;
 }  // namespace
 
 void reuse_freed_memory() {
-  if (const char* off = std::getenv("TXL_SYSTEM_MALLOC"); off != nullptr && std::string(off) == "1") return;
+  if (const char* off = std::getenv("TXL_SYSTEM_MALLOC"); off != nullptr && std::string(off) == "1")
+    return;
   if (ReusingCpuAllocator::instance != nullptr) return;
 #if defined(__GLIBC__)
   // Fixed thresholds instead of glibc's adaptive ones: every block under 32 MB from the heap,

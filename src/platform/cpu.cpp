@@ -19,15 +19,21 @@ struct FlagField {
   bool CpuFlags::*field;
 };
 const FlagField kFlagFields[] = {
-    {"avx", &CpuFlags::avx},           {"avx2", &CpuFlags::avx2},
-    {"fma", &CpuFlags::fma},           {"avx512f", &CpuFlags::avx512f},
-    {"avx512bw", &CpuFlags::avx512bw}, {"avx512dq", &CpuFlags::avx512dq},
-    {"avx512vl", &CpuFlags::avx512vl}, {"avx512cd", &CpuFlags::avx512cd},
-    {"avx512_bf16", &CpuFlags::avx512_bf16}, {"amx_bf16", &CpuFlags::amx_bf16},
+    {"avx", &CpuFlags::avx},
+    {"avx2", &CpuFlags::avx2},
+    {"fma", &CpuFlags::fma},
+    {"avx512f", &CpuFlags::avx512f},
+    {"avx512bw", &CpuFlags::avx512bw},
+    {"avx512dq", &CpuFlags::avx512dq},
+    {"avx512vl", &CpuFlags::avx512vl},
+    {"avx512cd", &CpuFlags::avx512cd},
+    {"avx512_bf16", &CpuFlags::avx512_bf16},
+    {"amx_bf16", &CpuFlags::amx_bf16},
 };
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -51,7 +57,8 @@ Level cpu_level(const CpuFlags& c) {
 Level core_level(const std::string& core) {
   static const std::set<std::string> avx512 = {"skylakex", "cooperlake", "sapphirerapids"};
   static const std::set<std::string> avx2 = {"haswell", "zen", "excavator"};
-  static const std::set<std::string> avx = {"sandybridge", "bulldozer", "piledriver", "steamroller"};
+  static const std::set<std::string> avx = {"sandybridge", "bulldozer", "piledriver",
+                                            "steamroller"};
   const auto name = lower(core);
   if (avx512.count(name) != 0) return Level::kAvx512;
   if (avx2.count(name) != 0) return Level::kAvx2;
@@ -62,10 +69,14 @@ Level core_level(const std::string& core) {
 // The fastest kernel set this CPU can run, in OPENBLAS_CORETYPE spelling.
 std::string best_core(const CpuFlags& c) {
   switch (cpu_level(c)) {
-    case Level::kAvx512: return "SkylakeX";
-    case Level::kAvx2: return "Haswell";
-    case Level::kAvx: return "Sandybridge";
-    case Level::kSse: break;
+    case Level::kAvx512:
+      return "SkylakeX";
+    case Level::kAvx2:
+      return "Haswell";
+    case Level::kAvx:
+      return "Sandybridge";
+    case Level::kSse:
+      break;
   }
   return "Prescott";
 }
@@ -137,9 +148,12 @@ std::string cpu_model_name() {
 
 std::string to_string(Bf16Support support) {
   switch (support) {
-    case Bf16Support::kMatrixUnits: return "matrix units (amx_bf16)";
-    case Bf16Support::kVectorUnits: return "vector instructions (avx512_bf16), no matrix units";
-    case Bf16Support::kEmulated: break;
+    case Bf16Support::kMatrixUnits:
+      return "matrix units (amx_bf16)";
+    case Bf16Support::kVectorUnits:
+      return "vector instructions (avx512_bf16), no matrix units";
+    case Bf16Support::kEmulated:
+      break;
   }
   return "emulated (no avx512_bf16, no amx_bf16)";
 }
@@ -160,12 +174,14 @@ CpuPlan plan_cpu(const CpuFlags& cpu, const OpenBlasState& blas) {
     // with SIGILL at the first matrix multiply.
     if (!can_run_openblas_core(cpu, *blas.env_coretype)) {
       plan.openblas_coretype = best;
-      plan.openblas_note = "OPENBLAS_CORETYPE=" + *blas.env_coretype +
-                           " needs instructions this CPU does not have (it has: " +
-                           (to_string(cpu).empty() ? std::string("none of avx, avx2, avx512") : to_string(cpu)) +
-                           "); using " + best + " instead.";
+      plan.openblas_note =
+          "OPENBLAS_CORETYPE=" + *blas.env_coretype +
+          " needs instructions this CPU does not have (it has: " +
+          (to_string(cpu).empty() ? std::string("none of avx, avx2, avx512") : to_string(cpu)) +
+          "); using " + best + " instead.";
     }
-  } else if (blas.loaded && core_level(blas.core) == Level::kSse && cpu_level(cpu) >= Level::kAvx2) {
+  } else if (blas.loaded && core_level(blas.core) == Level::kSse &&
+             cpu_level(cpu) >= Level::kAvx2) {
     // OpenBLAS did not recognise the CPU and fell back to SSE-era kernels.
     plan.openblas_coretype = best;
   }

@@ -1,17 +1,18 @@
 #include "txl/platform/op_profile.h"
 
-#include <algorithm>
-#include <map>
-
 #include <spdlog/fmt/fmt.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+
+#include <algorithm>
+#include <map>
 
 namespace txl {
 
 namespace prof = torch::autograd::profiler;
 
 OpProfiler::OpProfiler() {
-  prof::enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
+  prof::enableProfilerLegacy(
+      torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
   running_ = true;
 }
 
@@ -44,7 +45,9 @@ std::vector<OpTime> OpProfiler::stop() {
         const double total_us = open.push->cpuElapsedUs(e);
         if (!stack.empty()) stack.back().child_us += total_us;
         const std::string name = open.push->name();
-        const std::string pair = name + " <- " + (stack.empty() ? std::string("(top)") : std::string(stack.back().push->name()));
+        const std::string pair =
+            name + " <- " +
+            (stack.empty() ? std::string("(top)") : std::string(stack.back().push->name()));
         for (auto* row : {&by_name[name], &by_pair[pair]}) {
           row->calls += 1;
           row->total_ms += total_us / 1000.0;
@@ -59,7 +62,8 @@ std::vector<OpTime> OpProfiler::stop() {
     std::vector<OpTime> rows;
     rows.reserve(m.size());
     for (const auto& [name, row] : m) rows.push_back(row);
-    std::sort(rows.begin(), rows.end(), [](const OpTime& a, const OpTime& b) { return a.self_ms > b.self_ms; });
+    std::sort(rows.begin(), rows.end(),
+              [](const OpTime& a, const OpTime& b) { return a.self_ms > b.self_ms; });
     return rows;
   };
   by_caller_ = sorted(by_pair);
@@ -67,20 +71,21 @@ std::vector<OpTime> OpProfiler::stop() {
 }
 
 std::string format_op_table(const std::vector<OpTime>& ops, double wall_ms, size_t top) {
-  std::string out = fmt::format("{:<64} {:>7} {:>10} {:>7} {:>10}\n", "operator (self time)", "calls",
-                                "self ms", "self %", "total ms");
+  std::string out = fmt::format("{:<64} {:>7} {:>10} {:>7} {:>10}\n", "operator (self time)",
+                                "calls", "self ms", "self %", "total ms");
   double shown = 0.0, all = 0.0;
   for (size_t i = 0; i < ops.size(); ++i) {
     all += ops[i].self_ms;
     if (i >= top) continue;
     shown += ops[i].self_ms;
     out += fmt::format("{:<64} {:>7} {:>10.1f} {:>6.1f}% {:>10.1f}\n", ops[i].name.substr(0, 64),
-                       ops[i].calls, ops[i].self_ms, 100.0 * ops[i].self_ms / wall_ms, ops[i].total_ms);
+                       ops[i].calls, ops[i].self_ms, 100.0 * ops[i].self_ms / wall_ms,
+                       ops[i].total_ms);
   }
   out += fmt::format("{:<64} {:>7} {:>10.1f} {:>6.1f}%\n", "(other operators)", "", all - shown,
                      100.0 * (all - shown) / wall_ms);
-  out += fmt::format("{:<64} {:>7} {:>10.1f} {:>6.1f}%\n", "(outside any operator)", "", wall_ms - all,
-                     100.0 * (wall_ms - all) / wall_ms);
+  out += fmt::format("{:<64} {:>7} {:>10.1f} {:>6.1f}%\n", "(outside any operator)", "",
+                     wall_ms - all, 100.0 * (wall_ms - all) / wall_ms);
   return out;
 }
 

@@ -1,12 +1,11 @@
 #include "txl/platform/parallel.h"
 
+#include <ATen/Parallel.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <exception>
 #include <mutex>
-
-#include <ATen/Parallel.h>
 
 namespace txl {
 
@@ -65,7 +64,8 @@ void parallel_chunks(int64_t n, int64_t grain, const std::function<void(int64_t,
   if (n <= 0) return;
   const auto& api = openmp();
   const int64_t threads = at::get_num_threads();
-  const int64_t chunks = std::min<int64_t>(threads, (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1));
+  const int64_t chunks = std::min<int64_t>(
+      threads, (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1));
   if (chunks <= 1 || api.parallel == nullptr || api.in_parallel() != 0) {
     f(0, n);
     return;

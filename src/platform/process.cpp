@@ -35,7 +35,8 @@ int run_process(const std::vector<std::string>& argv) {
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
+    if (errno != EINTR)
+      throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);

@@ -16,7 +16,9 @@ double peak_rss_mb() {
 double process_cpu_seconds() {
   struct rusage usage {};
   if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0.0;
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 

@@ -1,17 +1,16 @@
 #include "txl/platform/runtime.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
 #include <ATen/autocast_mode.h>
-#include <torch/version.h>
-#include <torch/torch.h>
+#include <dlfcn.h>
 #include <spdlog/fmt/fmt.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 namespace txl {
@@ -57,7 +56,8 @@ bool fixes_disabled() {
 // OMP_WAIT_POLICY=PASSIVE unless the user chose a wait policy (see runtime.h). Returns
 // whether it set it.
 bool set_passive_openmp() {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return false;
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr)
+    return false;
   if (std::thread::hardware_concurrency() <= 1) return false;
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   return true;
@@ -95,9 +95,10 @@ BlasInfo inspect_blas() {
     // restart).
     const CpuPlan plan = plan_cpu(detect_cpu_flags(), openblas_state());
     if (!plan.openblas_coretype.empty()) {
-      info.warning = "OpenBLAS runs its " + info.core_type + " kernels, and " + plan.openblas_coretype +
-                     " ones would be faster or safe on this CPU. Remedy: export OPENBLAS_CORETYPE=" +
-                     plan.openblas_coretype + " before starting txl.";
+      info.warning =
+          "OpenBLAS runs its " + info.core_type + " kernels, and " + plan.openblas_coretype +
+          " ones would be faster or safe on this CPU. Remedy: export OPENBLAS_CORETYPE=" +
+          plan.openblas_coretype + " before starting txl.";
     }
   } else if (info.library.find("/blas/") != std::string::npos) {
     info.kind = "reference";
@@ -120,7 +121,8 @@ int set_threads(int64_t requested) {
 
 // LibTorch 1.13 exposes CPU autocast as set_cpu_enabled / set_autocast_cpu_dtype; 2.4+
 // replaced them with device-generic calls.
-#if defined(TORCH_VERSION_MAJOR) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+#if defined(TORCH_VERSION_MAJOR) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
 #define TXL_AUTOCAST_DEVICE_API 1
 #endif
 

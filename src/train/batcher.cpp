@@ -12,8 +12,8 @@ StreamBatcher::StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size
                      " tokens, too few for train.batch_size = " + std::to_string(batch_size) +
                      " streams (need at least 2 tokens per stream)");
   }
-  auto all = torch::from_blob(const_cast<int32_t*>(ids.data()), {per_stream * batch_size},
-                              torch::kInt32);
+  auto all =
+      torch::from_blob(const_cast<int32_t*>(ids.data()), {per_stream * batch_size}, torch::kInt32);
   streams_ = all.to(torch::kInt64).view({batch_size, per_stream}).contiguous();  // [B, T]
 }
 
@@ -31,8 +31,8 @@ Segment StreamBatcher::next() {
   const int64_t len = std::min(tgt_len_, stream_len() - 1 - position_);
   Segment s;
   s.starts_epoch = position_ == 0;
-  s.inputs = streams_.narrow(1, position_, len);        // [B, Q]
-  s.targets = streams_.narrow(1, position_ + 1, len);   // [B, Q]
+  s.inputs = streams_.narrow(1, position_, len);       // [B, Q]
+  s.targets = streams_.narrow(1, position_ + 1, len);  // [B, Q]
   position_ += len;
   if (position_ >= stream_len() - 1) position_ = 0;
   return s;

@@ -1,10 +1,10 @@
 #include "txl/train/bench.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <chrono>
 #include <cmath>
 #include <memory>
-
-#include <spdlog/fmt/fmt.h>
 
 #include "txl/model/transformer.h"
 #include "txl/platform/gemm_rate.h"
@@ -56,7 +56,8 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   f.eval_per_token = 2 * (n + attn + pos + kv_mem + proj);
   f.train_per_token = 6 * (n + attn + pos) + 4 * kv_mem + proj_train_flops * proj;
   f.formula = fmt::format(
-      "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + kv_mem + proj); "
+      "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + kv_mem + "
+      "proj); "
       "MACs/token: N = L*(4*C*H*D + 2*C*F) + C*V = {:.0f}, attn = L*2*H*D*K = {:.0f}, "
       "pos = L*H*D*K = {:.0f}, kv_mem = L*2*C*H*D*M/Q = {:.0f}, proj = {:.0f} "
       "(L={} C={} H={} D={} F={} V={} B={} Q={} M={} K={})",
@@ -97,13 +98,19 @@ nlohmann::json BenchResult::to_json() const {
       {"mfu", mfu},
       {"eval_mfu", eval_mfu},
       {"load_average", load_average},
-      {"phases_ms", {{"forward", phases.forward_ms}, {"backward", phases.backward_ms},
-                     {"clip", phases.clip_ms}, {"optimizer", phases.optimizer_ms}}},
+      {"phases_ms",
+       {{"forward", phases.forward_ms},
+        {"backward", phases.backward_ms},
+        {"clip", phases.clip_ms},
+        {"optimizer", phases.optimizer_ms}}},
   };
   if (!profile.empty()) {
     auto rows = nlohmann::json::array();
     for (const auto& op : profile) {
-      rows.push_back({{"name", op.name}, {"calls", op.calls}, {"self_ms", op.self_ms}, {"total_ms", op.total_ms}});
+      rows.push_back({{"name", op.name},
+                      {"calls", op.calls},
+                      {"self_ms", op.self_ms},
+                      {"total_ms", op.total_ms}});
     }
     j["profile"] = {{"profiled_ms", profiled_ms}, {"ops", rows}};
   }
@@ -133,7 +140,9 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
   torch::optim::AdamW optimizer(model->parameters(),
                                 torch::optim::AdamWOptions(tc.lr).weight_decay(tc.weight_decay));
-  auto random_tokens = [&] { return torch::randint(o.vocab_size, {r.batch, r.query_len}, torch::kLong); };
+  auto random_tokens = [&] {
+    return torch::randint(o.vocab_size, {r.batch, r.query_len}, torch::kLong);
+  };
 
   // The measured peak is taken before and after the model runs, best of both: the machine
   // may be shared, and the ratio should not flatter the model.
@@ -232,9 +241,14 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
 }
 
 nlohmann::json LongWindowResult::to_json() const {
-  return {{"pos_encoding", pos_encoding}, {"precision", precision}, {"length", length},
-          {"eval_ms", eval_ms}, {"tokens_per_s", tokens_per_s}, {"baseline_rss_mb", baseline_rss_mb},
-          {"peak_rss_mb", peak_rss_mb}, {"growth_mb", growth_mb}};
+  return {{"pos_encoding", pos_encoding},
+          {"precision", precision},
+          {"length", length},
+          {"eval_ms", eval_ms},
+          {"tokens_per_s", tokens_per_s},
+          {"baseline_rss_mb", baseline_rss_mb},
+          {"peak_rss_mb", peak_rss_mb},
+          {"growth_mb", growth_mb}};
 }
 
 LongWindowResult LongWindowResult::from_json(const nlohmann::json& j) {
@@ -250,7 +264,8 @@ LongWindowResult LongWindowResult::from_json(const nlohmann::json& j) {
   return r;
 }
 
-LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64_t length, int passes) {
+LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64_t length,
+                                 int passes) {
   set_threads(config.train.threads);
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
   LongWindowResult r;

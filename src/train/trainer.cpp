@@ -1,5 +1,7 @@
 #include "txl/train/trainer.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <fstream>
 #include <limits>
 
-#include <spdlog/fmt/fmt.h>
-
 #include "txl/data/corpus.h"
 #include "txl/eval/evaluate.h"
 #include "txl/model/transformer.h"
@@ -17,10 +17,10 @@
 #include "txl/train/batcher.h"
 #include "txl/train/checkpoint.h"
 #include "txl/train/run_dir.h"
-#include "txl/util/parse.h"
 #include "txl/train/schedule.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/parse.h"
 
 namespace txl {
 
@@ -86,7 +86,8 @@ std::vector<int64_t> injected_steps(const char* name) {
   std::vector<int64_t> steps;
   if (env == nullptr || *env == '\0') return steps;
   if (parse_positive_integers(env, steps)) {
-    throw InputError(std::string(name) + "=" + env + ": expected step numbers >= 1 separated by commas");
+    throw InputError(std::string(name) + "=" + env +
+                     ": expected step numbers >= 1 separated by commas");
   }
   return steps;
 }

@@ -4,7 +4,8 @@
 
 namespace txl {
 
-std::optional<std::string> parse_positive_integers(const std::string& text, std::vector<int64_t>& out) {
+std::optional<std::string> parse_positive_integers(const std::string& text,
+                                                   std::vector<int64_t>& out) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {

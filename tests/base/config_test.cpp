@@ -135,8 +135,7 @@ const std::vector<std::string> kAllKeys = {
     "train.weight_decay", "train.clip",          "train.seed",
     "train.log_interval", "train.eval_interval", "train.eval_max_tokens",
     "train.threads",      "train.precision",     "train.skip_nonfinite",
-    "eval.lengths",
-    "eval.split",         "eval.batch_tokens"};
+    "eval.lengths",       "eval.split",          "eval.batch_tokens"};
 
 const json& at_path(const json& j, const std::string& path) {
   const size_t dot = path.find('.');

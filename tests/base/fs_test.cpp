@@ -1,9 +1,9 @@
+#include "txl/util/fs.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
-
-#include "txl/util/fs.h"
 
 namespace txl {
 namespace {
@@ -29,7 +29,8 @@ TEST(WriteFileAtomic, MissingDirectoryIsAnErrorNamingThePath) {
     write_file_atomic("/nonexistent-dir-txl/x.json", "{}");
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir-txl/x.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir-txl/x.json"), std::string::npos)
+        << e.what();
   }
 }
 

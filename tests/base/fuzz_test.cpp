@@ -15,11 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/config/config.h"
 #include "txl/data/tokenizer.h"
@@ -221,7 +220,8 @@ void expect_round_trip(const Config& c, const std::string& input) {
 bool accepts_config(const json& j) {
   const std::string input = j.dump(-1, ' ', false, json::error_handler_t::replace);
   Config c;
-  if (!only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json", input)) {
+  if (!only_input_errors([&] { c = config_from_json(j, "fuzz.json"); }, "config_from_json",
+                         input)) {
     return false;
   }
   expect_round_trip(c, input);

@@ -4,9 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "txl/platform/cpu.h"
 #include "txl_cli.h"
@@ -64,22 +63,24 @@ void expect_positive(const nlohmann::json& j, const std::string& key) {
 }
 
 TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
-  const auto bench = run_bench_json("bench", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1", "--long-length", "32"});
+  const auto bench = run_bench_json("bench", {"--steps", "2", "--warmup", "1", "--vocab", "50",
+                                              "--threads", "1", "--long-length", "32"});
   ASSERT_TRUE(bench.has_value());
   const auto& j = bench->json;
   EXPECT_EQ(j.at("precision"), "fp32");
   EXPECT_EQ(j.at("threads"), 1);
-  for (const auto* key : {"threads", "train_tokens_per_s", "eval_tokens_per_s", "ms_per_step", "peak_rss_mb",
-                          "flops_per_token", "achieved_gflops", "gemm_peak_gflops", "mfu", "eval_flops_per_token",
-                          "parameters"}) {
+  for (const auto* key : {"threads", "train_tokens_per_s", "eval_tokens_per_s", "ms_per_step",
+                          "peak_rss_mb", "flops_per_token", "achieved_gflops", "gemm_peak_gflops",
+                          "mfu", "eval_flops_per_token", "parameters"}) {
     expect_positive(j, key);
   }
   // Self-consistency: the reported rates follow from one another.
   const double tokens_per_step = 2 * 8;
-  EXPECT_NEAR(j.at("train_tokens_per_s").get<double>(), tokens_per_step / (j.at("ms_per_step").get<double>() / 1000.0),
+  EXPECT_NEAR(j.at("train_tokens_per_s").get<double>(),
+              tokens_per_step / (j.at("ms_per_step").get<double>() / 1000.0),
               1e-6 * j.at("train_tokens_per_s").get<double>());
-  EXPECT_NEAR(j.at("mfu").get<double>(), j.at("achieved_gflops").get<double>() / j.at("gemm_peak_gflops").get<double>(),
-              1e-9);
+  EXPECT_NEAR(j.at("mfu").get<double>(),
+              j.at("achieved_gflops").get<double>() / j.at("gemm_peak_gflops").get<double>(), 1e-9);
   EXPECT_NE(j.at("flops_formula").get<std::string>().find("6*(N + attn + pos)"), std::string::npos);
 
   ASSERT_TRUE(j.contains("long_window") && j.at("long_window").is_array()) << j.dump();
@@ -107,7 +108,8 @@ TEST(Bench, FlopsPerTokenFollowTheStatedFormula) {
   const double train = 6 * (n + attn + pos) + 4 * kv_mem + 4 * proj;
   const double eval = 2 * (n + attn + pos + kv_mem + proj);
 
-  const auto bench = run_bench_json("flops", {"--steps", "1", "--warmup", "0", "--vocab", "50", "--threads", "1", "--long-length", "0"});
+  const auto bench = run_bench_json("flops", {"--steps", "1", "--warmup", "0", "--vocab", "50",
+                                              "--threads", "1", "--long-length", "0"});
   ASSERT_TRUE(bench.has_value());
   const auto& j = bench->json;
   EXPECT_NEAR(j.at("flops_per_token").get<double>(), train, 1e-6 * train);
@@ -117,7 +119,9 @@ TEST(Bench, FlopsPerTokenFollowTheStatedFormula) {
 }
 
 TEST(Bench, Bf16ReportsItsOwnPrecisionAndPeak) {
-  const auto bench = run_bench_json("bf16", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1", "--precision", "bf16", "--long-length", "0"});
+  const auto bench =
+      run_bench_json("bf16", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1",
+                              "--precision", "bf16", "--long-length", "0"});
   ASSERT_TRUE(bench.has_value());
   const auto& j = bench->json;
   EXPECT_EQ(j.at("precision"), "bf16");
@@ -128,25 +132,32 @@ TEST(Bench, Bf16ReportsItsOwnPrecisionAndPeak) {
   const auto plan = plan_cpu(detect_cpu_flags(), {});
   EXPECT_EQ(j.at("bf16_support"), to_string(plan.bf16));
   EXPECT_EQ(j.at("cpu_flags"), to_string(detect_cpu_flags()));
-  EXPECT_EQ(bench->cli.err.find("bf16 is emulated") != std::string::npos, plan.bf16 == Bf16Support::kEmulated)
+  EXPECT_EQ(bench->cli.err.find("bf16 is emulated") != std::string::npos,
+            plan.bf16 == Bf16Support::kEmulated)
       << bench->cli.err;
 }
 
 TEST(Bench, Bf16OnACpuWithoutBf16InstructionsWarnsOnce) {
-  const auto bench = run_bench_json("bf16-emulated", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1", "--precision", "bf16", "--long-length", "0"},
+  const auto bench = run_bench_json("bf16-emulated",
+                                    {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads",
+                                     "1", "--precision", "bf16", "--long-length", "0"},
                                     {"TXL_CPU_FLAGS=avx avx2 fma"});
   ASSERT_TRUE(bench.has_value());
   const auto& err = bench->cli.err;
   const auto first = err.find("bf16 is emulated on this CPU");
   ASSERT_NE(first, std::string::npos) << err;
-  EXPECT_EQ(err.find("bf16 is emulated on this CPU", first + 1), std::string::npos) << "warned more than once:\n" << err;
+  EXPECT_EQ(err.find("bf16 is emulated on this CPU", first + 1), std::string::npos)
+      << "warned more than once:\n"
+      << err;
   EXPECT_EQ(bench->json.at("bf16_support"), "emulated (no avx512_bf16, no amx_bf16)");
   EXPECT_EQ(bench->json.at("cpu_flags"), "avx avx2 fma");
 }
 
 TEST(Bench, Fp32NeverWarnsAboutBf16) {
-  const auto bench = run_bench_json("fp32-emulated", {"--steps", "1", "--warmup", "0", "--vocab", "50", "--threads", "1", "--long-length", "0"},
-                                    {"TXL_CPU_FLAGS=avx avx2 fma"});
+  const auto bench = run_bench_json(
+      "fp32-emulated",
+      {"--steps", "1", "--warmup", "0", "--vocab", "50", "--threads", "1", "--long-length", "0"},
+      {"TXL_CPU_FLAGS=avx avx2 fma"});
   ASSERT_TRUE(bench.has_value());
   EXPECT_EQ(bench->cli.err.find("bf16"), std::string::npos) << bench->cli.err;
 }

@@ -1,5 +1,7 @@
 // Checkpoint files: what is saved comes back exactly, and every damaged, foreign or
 // mismatching file is an InputError that names the file and says what is wrong.
+#include "txl/train/checkpoint.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,7 +9,6 @@
 
 #include "cli_harness.h"
 #include "test_util.h"
-#include "txl/train/checkpoint.h"
 #include "txl/train/run_dir.h"
 #include "txl/util/error.h"
 

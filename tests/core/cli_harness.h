@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,13 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace txl::testing {
 
@@ -107,7 +106,8 @@ struct CliResult {
 // replace) this process's environment. stdout goes to `output_path`, stderr too unless
 // `error_path` names another file. Returns the child's pid.
 inline pid_t spawn_txl(const std::vector<std::string>& args, const std::string& output_path,
-                       const std::vector<std::string>& env = {}, const std::string& error_path = "") {
+                       const std::vector<std::string>& env = {},
+                       const std::string& error_path = "") {
   // Everything the child needs is built before fork: after it only async-signal-safe calls.
   const auto overridden = [&env](const std::string& entry) {
     const auto name = entry.substr(0, entry.find('=') + 1);

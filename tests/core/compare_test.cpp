@@ -28,8 +28,8 @@ struct TwoRuns {
 TwoRuns train_two_runs(const std::string& name) {
   TwoRuns t;
   t.dir = cli_test::scratch_dir(name);
-  t.corpus = cli_test::write_corpus(t.dir + "/corpus", cli_test::tiny_english(300), cli_test::tiny_english(40, 1),
-                                   cli_test::tiny_english(40, 2));
+  t.corpus = cli_test::write_corpus(t.dir + "/corpus", cli_test::tiny_english(300),
+                                    cli_test::tiny_english(40, 1), cli_test::tiny_english(40, 2));
   t.rel = t.dir + "/rel";
   t.abs = t.dir + "/abs";
   cli_test::train_tiny_run(t.corpus, t.rel, "relative");
@@ -58,20 +58,23 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
 
   // eval first: its results land in the run's cache, and compare reuses them.
   const auto eval_json = t.dir + "/eval.json";
-  const auto e = run_txl({"eval", "--run", t.rel, "--lengths", "8,16", "--per-position", "--json", eval_json});
+  const auto e =
+      run_txl({"eval", "--run", t.rel, "--lengths", "8,16", "--per-position", "--json", eval_json});
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_NE(e.out.find("mean NLL per position"), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("bootstrap"), std::string::npos) << e.out;
   const auto ej = nlohmann::json::parse(slurp(eval_json));
   ASSERT_EQ(ej["results"].size(), 2u);
-  EXPECT_EQ(ej["results"][0]["per_position"]["mean_nll"].size(), 8u);  // L = 8: one bucket per position
+  EXPECT_EQ(ej["results"][0]["per_position"]["mean_nll"].size(),
+            8u);  // L = 8: one bucket per position
   EXPECT_EQ(ej["results"][1]["per_position"]["mean_nll"].size(), 16u);
   EXPECT_LT(ej["results"][0]["ppl_lo"].get<double>(), ej["results"][0]["ppl"].get<double>());
   EXPECT_GT(ej["results"][0]["ppl_hi"].get<double>(), ej["results"][0]["ppl"].get<double>());
   EXPECT_EQ(count_files(t.rel + "/eval-cache"), 2u);
 
   const auto json = t.dir + "/cmp.json", png = t.dir + "/cmp.png", svg = t.dir + "/cmp.svg";
-  const auto c = run_txl({"compare", t.rel, t.abs, "--lengths", "8,16,32", "--json", json, "--plot", png});
+  const auto c =
+      run_txl({"compare", t.rel, t.abs, "--lengths", "8,16,32", "--json", json, "--plot", png});
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("rel (relative)"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("abs (absolute)"), std::string::npos) << c.out;
@@ -98,7 +101,8 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
     EXPECT_EQ(rr[i]["windows"], ar[i]["windows"]);
     EXPECT_TRUE(rr[i].contains("bpc")) << "char runs report bpc";
     const auto& p = j["paired"]["rows"][i];
-    EXPECT_NEAR(p["mean_nll_diff"].get<double>(), rr[i]["nll"].get<double>() - ar[i]["nll"].get<double>(), 1e-9);
+    EXPECT_NEAR(p["mean_nll_diff"].get<double>(),
+                rr[i]["nll"].get<double>() - ar[i]["nll"].get<double>(), 1e-9);
     EXPECT_LE(p["diff_lo"].get<double>(), p["mean_nll_diff"].get<double>());
     EXPECT_GE(p["diff_hi"].get<double>(), p["mean_nll_diff"].get<double>());
   }
@@ -121,13 +125,17 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
   }
   // --no-cache evaluates again (same numbers: evaluation is deterministic).
   const auto json4 = t.dir + "/cmp4.json";
-  ASSERT_EQ(run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--no-cache", "--json", json4}).code, 0);
+  ASSERT_EQ(
+      run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--no-cache", "--json", json4}).code, 0);
   const auto j4 = nlohmann::json::parse(slurp(json4));
   EXPECT_FALSE(j4["runs"][0]["results"][0]["cached"].get<bool>());
   EXPECT_EQ(j4["runs"][0]["results"][0]["nll_sum"], j["runs"][0]["results"][0]["nll_sum"]);
   // A different request is not served from the cache.
   const auto json3 = t.dir + "/cmp3.json";
-  ASSERT_EQ(run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--method", "sliding", "--json", json3}).code, 0);
+  ASSERT_EQ(
+      run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--method", "sliding", "--json", json3})
+          .code,
+      0);
   EXPECT_FALSE(nlohmann::json::parse(slurp(json3))["runs"][0]["results"][0]["cached"].get<bool>());
 
   // Evaluation never touched the runs' saved state.
@@ -139,7 +147,8 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
 TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
   const auto t = train_two_runs("compare_memory");
   const auto json = t.dir + "/mem.json";
-  const auto c = run_txl({"compare", t.rel, t.abs, "--lengths", "8,16", "--method", "memory", "--json", json});
+  const auto c =
+      run_txl({"compare", t.rel, t.abs, "--lengths", "8,16", "--method", "memory", "--json", json});
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("n/a"), std::string::npos) << c.out;
   const auto j = nlohmann::json::parse(slurp(json));
@@ -172,7 +181,8 @@ TEST(CompareCli, BadInputIsExitCode2AndWritesNothing) {
   const auto word = t.dir + "/word";
   ASSERT_TRUE(cli_test::train_tiny_run(t.corpus, word, "relative", "word"));
   // Incomplete runs.
-  const auto no_vocab = t.dir + "/no_vocab", no_ckpt = t.dir + "/no_ckpt", old = t.dir + "/old_version";
+  const auto no_vocab = t.dir + "/no_vocab", no_ckpt = t.dir + "/no_ckpt",
+             old = t.dir + "/old_version";
   for (const auto& d : {no_vocab, no_ckpt, old}) {
     fs::create_directories(d);
     fs::copy_file(t.rel + "/config.json", d + "/config.json");
@@ -196,10 +206,12 @@ TEST(CompareCli, BadInputIsExitCode2AndWritesNothing) {
       {{"compare", t.rel, t.abs, "--lengths", "-8"}, "not a positive integer"},
       {{"compare", t.rel, t.abs, "--lengths", "1.5"}, "not a positive integer"},
       {{"compare", t.rel, t.abs, "--lengths", "8,,16"}, "not a positive integer"},
-      {{"compare", t.rel, t.abs, "--method", "sliding", "--lengths", "8", "--stride", "9"}, "--stride"},
+      {{"compare", t.rel, t.abs, "--method", "sliding", "--lengths", "8", "--stride", "9"},
+       "--stride"},
       {{"compare", t.rel, t.abs, "--method", "windowed"}, "--method"},
       {{"compare", t.rel, t.abs, "--split", "train"}, "--split"},
-      {{"eval", "--run", t.rel, "--method", "sliding", "--lengths", "16", "--stride", "17"}, "--stride"},
+      {{"eval", "--run", t.rel, "--method", "sliding", "--lengths", "16", "--stride", "17"},
+       "--stride"},
       {{"eval", "--run", t.rel, "--lengths", "16,x"}, "not a positive integer"},
       {{"eval", "--run", old}, "version"},
       {{"eval", "--run", t.dir + "/missing"}, "does not exist"},

@@ -16,12 +16,16 @@ using cli_test::run_txl;
 
 const char* const kAvx2Only = "TXL_CPU_FLAGS=avx avx2 fma";
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(CpuCli, ACoreTypeTheCpuCannotRunIsReplacedWithAWarning) {
   const auto r = run_txl({"info", "--no-bench"}, {kAvx2Only, "OPENBLAS_CORETYPE=SkylakeX"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.err, "OPENBLAS_CORETYPE=SkylakeX needs instructions this CPU does not have")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "OPENBLAS_CORETYPE=SkylakeX needs instructions this CPU does not have"))
+      << r.err;
   EXPECT_TRUE(contains(r.out, "core type Haswell")) << r.out;
   EXPECT_TRUE(contains(r.out, "cpu flags    avx avx2 fma (from TXL_CPU_FLAGS)")) << r.out;
   EXPECT_TRUE(contains(r.out, "bf16         emulated")) << r.out;

@@ -13,14 +13,17 @@ namespace {
 
 // Flag lines as Linux prints them (abridged to the vector extensions and a few others).
 const char* const kEpycAvx2 =  // AMD EPYC 7B13 (Zen 3): AVX2 + FMA, no AVX-512, no bf16
-    "fpu sse sse2 ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c rdrand avx2 bmi2 sha_ni";
+    "fpu sse sse2 ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c rdrand avx2 bmi2 "
+    "sha_ni";
 const char* const kSkylakeX =  // Intel Xeon Gold 6148: AVX-512, no bf16 instructions
-    "fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2 avx512f avx512dq avx512cd avx512bw avx512vl";
+    "fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2 avx512f avx512dq avx512cd avx512bw "
+    "avx512vl";
 const char* const kSapphireRapids =  // Intel Xeon (Sapphire Rapids): AVX-512, AVX512_BF16, AMX
     "fma avx f16c avx2 avx512f avx512dq avx512ifma avx512cd avx512bw avx512vl avx_vnni avx512_bf16 "
     "avx512vbmi avx512_vnni amx_bf16 avx512_fp16 amx_tile amx_int8";
 const char* const kZen4 =  // AMD EPYC 9004 (Zen 4): AVX-512 with AVX512_BF16, no AMX
-    "fma avx f16c avx2 avx512f avx512dq avx512ifma avx512cd avx512bw avx512vl avx512_bf16 avx512vbmi";
+    "fma avx f16c avx2 avx512f avx512dq avx512ifma avx512cd avx512bw avx512vl avx512_bf16 "
+    "avx512vbmi";
 const char* const kSseOnly = "fpu sse sse2 pni ssse3 sse4_1 sse4_2";
 
 OpenBlasState detected(const std::string& core) {
@@ -62,7 +65,8 @@ TEST(CpuPlan, AmdAvx2OnlyReplacesAnAvx512CoreTypeInsteadOfDyingOfSigill) {
   for (const char* wanted : {"SkylakeX", "skylakex", "Cooperlake", "SapphireRapids"}) {
     const auto plan = plan_cpu(cpu, forced(wanted, wanted));
     EXPECT_EQ(plan.openblas_coretype, "Haswell") << wanted;
-    EXPECT_NE(plan.openblas_note.find(std::string("OPENBLAS_CORETYPE=") + wanted), std::string::npos)
+    EXPECT_NE(plan.openblas_note.find(std::string("OPENBLAS_CORETYPE=") + wanted),
+              std::string::npos)
         << plan.openblas_note;
     EXPECT_NE(plan.openblas_note.find("using Haswell"), std::string::npos) << plan.openblas_note;
   }
@@ -75,12 +79,15 @@ TEST(CpuPlan, AmdAvx2OnlyReplacesAnAvx512CoreTypeInsteadOfDyingOfSigill) {
 TEST(CpuPlan, MisdetectedCpusGetTheirFastestKernels) {
   // OpenBLAS 0.3.21 calls CPUs it does not know Prescott (SSE3 kernels).
   EXPECT_EQ(plan_cpu(parse_cpu_flags(kZen4), detected("Prescott")).openblas_coretype, "SkylakeX");
-  EXPECT_EQ(plan_cpu(parse_cpu_flags(kSkylakeX), detected("Nehalem")).openblas_coretype, "SkylakeX");
-  EXPECT_EQ(plan_cpu(parse_cpu_flags(kEpycAvx2), detected("Prescott")).openblas_coretype, "Haswell");
+  EXPECT_EQ(plan_cpu(parse_cpu_flags(kSkylakeX), detected("Nehalem")).openblas_coretype,
+            "SkylakeX");
+  EXPECT_EQ(plan_cpu(parse_cpu_flags(kEpycAvx2), detected("Prescott")).openblas_coretype,
+            "Haswell");
   // Recognised CPUs keep OpenBLAS's choice (Zen 4 is also seen detected as Cooperlake).
   EXPECT_EQ(plan_cpu(parse_cpu_flags(kZen4), detected("Cooperlake")).openblas_coretype, "");
   EXPECT_EQ(plan_cpu(parse_cpu_flags(kSkylakeX), detected("SkylakeX")).openblas_coretype, "");
-  EXPECT_EQ(plan_cpu(parse_cpu_flags(kSapphireRapids), detected("SapphireRapids")).openblas_coretype, "");
+  EXPECT_EQ(
+      plan_cpu(parse_cpu_flags(kSapphireRapids), detected("SapphireRapids")).openblas_coretype, "");
   // Without OpenBLAS (reference BLAS, MKL) there is nothing to set.
   EXPECT_EQ(plan_cpu(parse_cpu_flags(kZen4), OpenBlasState{}).openblas_coretype, "");
   // No AVX2: the SSE kernels are what this CPU runs best.

@@ -39,10 +39,12 @@ TransformerLM make_model(PosEncoding encoding) {
 
 // NLL (double) of each target of one contiguous piece ids[start, start + len) predicting
 // ids[start + 1, start + len + 1), computed from the logits of a single forward pass.
-std::vector<double> piece_nll(TransformerLM& model, const std::vector<int32_t>& ids, int64_t start, int64_t len) {
+std::vector<double> piece_nll(TransformerLM& model, const std::vector<int32_t>& ids, int64_t start,
+                              int64_t len) {
   torch::NoGradGuard no_grad;
   std::vector<int64_t> in(ids.begin() + start, ids.begin() + start + len);
-  auto logits = model->forward(torch::tensor(in, torch::kLong).unsqueeze(0), {}, {}).logits[0];  // [len, V]
+  auto logits =
+      model->forward(torch::tensor(in, torch::kLong).unsqueeze(0), {}, {}).logits[0];  // [len, V]
   auto logp = torch::log_softmax(logits.to(torch::kFloat64), -1);
   std::vector<double> out;
   for (int64_t i = 0; i < len; ++i) out.push_back(-logp[i][ids[start + i + 1]].item<double>());
@@ -55,8 +57,10 @@ double sum(const std::vector<double>& v) {
   return s;
 }
 
-const std::vector<PosEncoding> kAll = {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned};
-const std::vector<PosEncoding> kWithMemory = {PosEncoding::kRelative, PosEncoding::kRelativeLearned};
+const std::vector<PosEncoding> kAll = {PosEncoding::kRelative, PosEncoding::kAbsolute,
+                                       PosEncoding::kRelativeLearned};
+const std::vector<PosEncoding> kWithMemory = {PosEncoding::kRelative,
+                                              PosEncoding::kRelativeLearned};
 
 TEST(EvalMethods, NonOverlapEqualsWindowsScoredByHand) {
   const auto ids = random_ids(kTokens, 1);
@@ -75,7 +79,8 @@ TEST(EvalMethods, NonOverlapEqualsWindowsScoredByHand) {
     ASSERT_EQ(result.tokens, kTokens - 1);
     ASSERT_EQ(result.window_nll.size(), windows.size());
     for (size_t w = 0; w < windows.size(); ++w) EXPECT_NEAR(result.window_nll[w], windows[w], 1e-4);
-    EXPECT_NEAR(result.ppl(), std::exp(total / (kTokens - 1)), 1e-5 * result.ppl()) << to_string(encoding);
+    EXPECT_NEAR(result.ppl(), std::exp(total / (kTokens - 1)), 1e-5 * result.ppl())
+        << to_string(encoding);
   }
 }
 

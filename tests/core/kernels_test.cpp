@@ -1,10 +1,11 @@
 // The model's own kernels (model/kernels.h) against the LibTorch operations they replace:
 // same values and gradients; dropout's statistics and repeatability; rel_shift_padded
 // against rel_shift.
+#include "txl/model/kernels.h"
+
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "txl/model/kernels.h"
 #include "txl/model/positional.h"
 
 namespace txl {
@@ -45,9 +46,11 @@ TEST(BatchedMatmul, MatchesMatmulWithGradients) {
     at::set_num_threads(threads);
     check_batched_matmul(torch::randn({3, 2, 5, 4}), torch::randn({3, 2, 4, 6}));
     // [B, H, Q, D] @ [1, H, D, K+1]: the position term's broadcast over the batch.
-    check_batched_matmul(torch::randn({3, 2, 5, 4}), torch::randn({2, 7, 4}).transpose(-1, -2).unsqueeze(0));
+    check_batched_matmul(torch::randn({3, 2, 5, 4}),
+                         torch::randn({2, 7, 4}).transpose(-1, -2).unsqueeze(0));
     // A head-interleaved layout like q's: [B, Q, H, D] viewed as [B, H, Q, D].
-    check_batched_matmul(torch::randn({3, 5, 2, 4}).transpose(1, 2), torch::randn({3, 6, 2, 4}).permute({0, 2, 3, 1}));
+    check_batched_matmul(torch::randn({3, 5, 2, 4}).transpose(1, 2),
+                         torch::randn({3, 6, 2, 4}).permute({0, 2, 3, 1}));
   }
 }
 
@@ -114,10 +117,12 @@ TEST(TokenNll, EqualsCrossEntropyWithGradients) {
   torch::NoGradGuard no_grad;
   auto big = torch::randn({600, 7});
   auto big_targets = torch::randint(7, {600}, torch::kLong);
-  EXPECT_LT(max_abs_diff(token_nll(big, big_targets),
-                         torch::nn::functional::cross_entropy(
-                             big, big_targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))),
-            1e-5);
+  EXPECT_LT(
+      max_abs_diff(token_nll(big, big_targets),
+                   torch::nn::functional::cross_entropy(
+                       big, big_targets,
+                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))),
+      1e-5);
 }
 
 TEST(RelShiftPadded, EqualsRelShiftOnValidEntriesForStridedBatches) {
@@ -125,8 +130,8 @@ TEST(RelShiftPadded, EqualsRelShiftOnValidEntriesForStridedBatches) {
   const int64_t q = 5, m = 3, k = q + m;
   // A [B, H] batch laid out head-major ([H, B, Q, K+1] in memory), as a broadcast product
   // may produce: each [Q, K+1] matrix is contiguous, the leading strides are not.
-  auto buffer = torch::randn({2, 3, q, k + 1}).transpose(0, 1);   // [3, 2, Q, K+1] view
-  auto shifted = rel_shift_padded(buffer);                        // [3, 2, Q, K]
+  auto buffer = torch::randn({2, 3, q, k + 1}).transpose(0, 1);  // [3, 2, Q, K+1] view
+  auto shifted = rel_shift_padded(buffer);                       // [3, 2, Q, K]
   auto expected = rel_shift(buffer.narrow(-1, 0, k).contiguous());
   for (int64_t i = 0; i < q; ++i) {
     EXPECT_LT(max_abs_diff(shifted.select(-2, i).narrow(-1, 0, m + i + 1),

@@ -36,9 +36,11 @@ TEST_P(Causality, ChangingTokenTLeavesEarlierOutputsUnchanged) {
   auto base = logits_of(model, tokens);
   for (int64_t t : {int64_t{0}, int64_t{4}, len - 1}) {
     auto changed = tokens.clone();
-    changed.index_put_({torch::indexing::Slice(), t}, (tokens.index({torch::indexing::Slice(), t}) + 1) % kVocab);
+    changed.index_put_({torch::indexing::Slice(), t},
+                       (tokens.index({torch::indexing::Slice(), t}) + 1) % kVocab);
     auto out = logits_of(model, changed);
-    if (t > 0) EXPECT_LT(max_abs_diff(out.narrow(1, 0, t), base.narrow(1, 0, t)), 1e-6) << "t=" << t;
+    if (t > 0)
+      EXPECT_LT(max_abs_diff(out.narrow(1, 0, t), base.narrow(1, 0, t)), 1e-6) << "t=" << t;
     EXPECT_GT(max_abs_diff(out.narrow(1, t, len - t), base.narrow(1, t, len - t)), 1e-4)
         << "changing token " << t << " must change its own output";
   }
@@ -57,7 +59,8 @@ TEST_P(Causality, HoldsWithMemory) {
   auto base = logits_of(model, tokens, mem);
   const int64_t t = 3;
   auto changed = tokens.clone();
-  changed.index_put_({torch::indexing::Slice(), t}, (tokens.index({torch::indexing::Slice(), t}) + 1) % kVocab);
+  changed.index_put_({torch::indexing::Slice(), t},
+                     (tokens.index({torch::indexing::Slice(), t}) + 1) % kVocab);
   auto out = logits_of(model, changed, mem);
   EXPECT_LT(max_abs_diff(out.narrow(1, 0, t), base.narrow(1, 0, t)), 1e-6);
   EXPECT_GT(max_abs_diff(out.narrow(1, t, 7 - t), base.narrow(1, t, 7 - t)), 1e-4);
@@ -89,7 +92,8 @@ TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
     keep.keep_memory = mem_len;
     auto first = model->forward(tokens.narrow(1, 0, len_a), {}, keep);
     auto second = model->forward(tokens.narrow(1, len_a, len_b), first.memory, keep);
-    EXPECT_LT(max_abs_diff(second.logits, full.narrow(1, len_a, len_b)), 1e-5) << "mem_len=" << mem_len;
+    EXPECT_LT(max_abs_diff(second.logits, full.narrow(1, len_a, len_b)), 1e-5)
+        << "mem_len=" << mem_len;
     EXPECT_LT(max_abs_diff(first.logits, full.narrow(1, 0, len_a)), 1e-5);
   }
   // Three segments with memory exactly covering the past: still equal to one pass.
@@ -131,7 +135,8 @@ TEST(Loss, NllEqualsCrossEntropyOfLogits) {
   auto logp = torch::log_softmax(out.logits.to(torch::kFloat64), -1);
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t t = 0; t < 6; ++t)
-      EXPECT_NEAR(out.nll[b][t].item<double>(), -logp[b][t][targets[b][t].item<int64_t>()].item<double>(), 1e-5);
+      EXPECT_NEAR(out.nll[b][t].item<double>(),
+                  -logp[b][t][targets[b][t].item<int64_t>()].item<double>(), 1e-5);
 }
 
 }  // namespace

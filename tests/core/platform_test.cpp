@@ -1,12 +1,11 @@
 // The platform layer's run-time pieces: the block-reusing CPU allocator and parallel_chunks.
+#include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <atomic>
 #include <stdexcept>
 #include <vector>
-
-#include <c10/core/CPUAllocator.h>
-#include <torch/torch.h>
 
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
@@ -15,7 +14,7 @@ namespace txl {
 namespace {
 
 TEST(ReuseFreedMemory, SameSizeGetsTheFreedBlockBackOtherSizesDoNot) {
-  reuse_freed_memory();  // what main() does; installs once
+  reuse_freed_memory();                  // what main() does; installs once
   const int64_t big = int64_t{9} << 20;  // 36 MB of float32: above the 32 MB kept minimum
   void* first = nullptr;
   {
@@ -56,7 +55,8 @@ TEST(ParallelChunks, CoversTheRangeOnceAndRethrows) {
       parallel_chunks(n, 1, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
       });
-      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n=" << n << " i=" << i;
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n=" << n << " i=" << i;
     }
     // Only the last chunk throws (on a worker thread when there are several).
     EXPECT_THROW(parallel_chunks(100, 1,

@@ -1,12 +1,13 @@
 // rel_shift, sinusoids and the causal mask against hand-computed values, and both relative
 // encodings' fast score path against a naive double loop over (i, j).
+#include "txl/model/positional.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "test_util.h"
 #include "txl/model/position_score.h"
-#include "txl/model/positional.h"
 
 namespace txl {
 namespace {
@@ -14,12 +15,14 @@ namespace {
 using testing::max_abs_diff;
 
 TEST(RelShift, AlignsDistanceColumnsToKeys) {
-  for (auto [q, m] : std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {4, 0}, {3, 2}, {5, 7}, {6, 1}}) {
+  for (auto [q, m] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {4, 0}, {3, 2}, {5, 7}, {6, 1}}) {
     const int64_t k = q + m;
     // x[i, c] encodes (query i, distance K-1-c).
     auto x = torch::empty({2, q, k});
     for (int64_t i = 0; i < q; ++i)
-      for (int64_t c = 0; c < k; ++c) x.index_put_({torch::indexing::Slice(), i, c}, 1000.0 * i + (k - 1 - c));
+      for (int64_t c = 0; c < k; ++c)
+        x.index_put_({torch::indexing::Slice(), i, c}, 1000.0 * i + (k - 1 - c));
     auto out = rel_shift(x);
     ASSERT_EQ(out.sizes(), x.sizes());
     for (int64_t i = 0; i < q; ++i)
@@ -78,7 +81,8 @@ std::vector<double> oracle_distance_key(RelativeScore& score, const ModelConfig&
     }
     auto w = s->w_r->weight.to(torch::kFloat64);  // [H*D, C]
     for (int64_t e = 0; e < c.d_head; ++e)
-      for (int64_t i = 0; i < c.d_model; ++i) key[e] += w[h * c.d_head + e][i].item<double>() * r[i];
+      for (int64_t i = 0; i < c.d_model; ++i)
+        key[e] += w[h * c.d_head + e][i].item<double>() * r[i];
   } else {
     auto* l = dynamic_cast<LearnedRelativeScore*>(&score);
     int64_t capped = d;
@@ -86,7 +90,8 @@ std::vector<double> oracle_distance_key(RelativeScore& score, const ModelConfig&
     auto row = l->table[l->table_row(capped)].to(torch::kFloat64);  // [D]
     auto p = l->projection[h].to(torch::kFloat64);                  // [D, D]
     for (int64_t e = 0; e < c.d_head; ++e)
-      for (int64_t i = 0; i < c.d_head; ++i) key[e] += row[i].item<double>() * p[i][e].item<double>();
+      for (int64_t i = 0; i < c.d_head; ++i)
+        key[e] += row[i].item<double>() * p[i][e].item<double>();
   }
   return key;
 }
@@ -116,7 +121,8 @@ void check_against_oracle(PosEncoding encoding, int64_t q_len, int64_t m_len, in
         for (int64_t bb = 0; bb < b; ++bb) {
           auto qi = q[bb][h][i].to(torch::kFloat64);
           double expect = ((qi + u) * k[bb][h][j].to(torch::kFloat64)).sum().item<double>();
-          for (int64_t e = 0; e < d; ++e) expect += (qi[e].item<double>() + v[e].item<double>()) * key[e];
+          for (int64_t e = 0; e < d; ++e)
+            expect += (qi[e].item<double>() + v[e].item<double>()) * key[e];
           EXPECT_NEAR(fast[bb][h][i][j].item<double>(), expect, 1e-4)
               << "Q=" << q_len << " M=" << m_len << " i=" << i << " j=" << j;
         }
@@ -124,19 +130,20 @@ void check_against_oracle(PosEncoding encoding, int64_t q_len, int64_t m_len, in
   }
 }
 
-class RelativeOracle : public ::testing::TestWithParam<std::tuple<PosEncoding, int64_t, int64_t, int64_t>> {};
+class RelativeOracle
+    : public ::testing::TestWithParam<std::tuple<PosEncoding, int64_t, int64_t, int64_t>> {};
 
 TEST_P(RelativeOracle, FastPathEqualsNaiveDoubleLoop) {
   auto [encoding, q_len, m_len, clamp] = GetParam();
   check_against_oracle(encoding, q_len, m_len, clamp);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, RelativeOracle,
-    ::testing::Combine(::testing::Values(PosEncoding::kRelative, PosEncoding::kRelativeLearned),
-                       ::testing::Values(1, 3, 8),     // Q
-                       ::testing::Values(0, 2, 9),     // M
-                       ::testing::Values(0, 4)));      // clamp_len
+INSTANTIATE_TEST_SUITE_P(Shapes, RelativeOracle,
+                         ::testing::Combine(::testing::Values(PosEncoding::kRelative,
+                                                              PosEncoding::kRelativeLearned),
+                                            ::testing::Values(1, 3, 8),  // Q
+                                            ::testing::Values(0, 2, 9),  // M
+                                            ::testing::Values(0, 4)));   // clamp_len
 
 }  // namespace
 }  // namespace txl

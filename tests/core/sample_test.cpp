@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "txl_cli.h"
 #include "txl/model/sampling.h"
+#include "txl_cli.h"
 
 namespace txl {
 namespace {
@@ -116,13 +116,14 @@ std::string chinese_english(int lines, int offset) {
 
 TEST(SampleCli, ReproducibleForASeedWithChinesePromptsOnCharRuns) {
   const auto dir = cli_test::scratch_dir("sample");
-  const auto corpus = cli_test::write_corpus(dir + "/corpus", chinese_english(200, 0), chinese_english(20, 1),
-                                            chinese_english(20, 2));
+  const auto corpus = cli_test::write_corpus(dir + "/corpus", chinese_english(200, 0),
+                                             chinese_english(20, 1), chinese_english(20, 2));
   for (const std::string encoding : {"relative", "absolute"}) {
     const auto run = dir + "/" + encoding;
     ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, encoding));
-    const std::vector<std::string> args = {"sample", "--run", run, "--prompt", "天地", "--tokens", "60",
-                                           "--seed", "7", "--top-k", "5", "--temperature", "0.9"};
+    const std::vector<std::string> args = {
+        "sample", "--run", run,       "--prompt", "天地",          "--tokens", "60",
+        "--seed", "7",     "--top-k", "5",        "--temperature", "0.9"};
     const auto a = cli_test::run_txl(args);
     const auto b = cli_test::run_txl(args);
     ASSERT_EQ(a.code, 0) << a.err;
@@ -147,11 +148,13 @@ TEST(SampleCli, ReproducibleForASeedWithChinesePromptsOnCharRuns) {
 
 TEST(SampleCli, WordRunsMapUnknownPromptWordsToUnkAndSaySo) {
   const auto dir = cli_test::scratch_dir("sample_word");
-  const auto corpus = cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(300), cli_test::tiny_english(40, 1),
-                                            cli_test::tiny_english(40, 2));
+  const auto corpus =
+      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(300),
+                             cli_test::tiny_english(40, 1), cli_test::tiny_english(40, 2));
   const auto run = dir + "/word";
   ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, "relative", "word"));
-  const auto r = cli_test::run_txl({"sample", "--run", run, "--prompt", "the lord zebra", "--tokens", "12"});
+  const auto r =
+      cli_test::run_txl({"sample", "--run", run, "--prompt", "the lord zebra", "--tokens", "12"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("<unk>"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\"zebra\""), std::string::npos) << r.err;
@@ -161,8 +164,9 @@ TEST(SampleCli, WordRunsMapUnknownPromptWordsToUnkAndSaySo) {
 
 TEST(SampleCli, BadOptionsAreExitCode2) {
   const auto dir = cli_test::scratch_dir("sample_bad");
-  const auto corpus = cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200), cli_test::tiny_english(20, 1),
-                                            cli_test::tiny_english(20, 2));
+  const auto corpus =
+      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
+                             cli_test::tiny_english(20, 1), cli_test::tiny_english(20, 2));
   const auto run = dir + "/rel";
   ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, "relative"));
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

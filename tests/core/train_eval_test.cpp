@@ -46,7 +46,8 @@ TEST(Training, TinyModelOverfitsShortText) {
   for (int64_t step = 1; step <= tc.max_steps; ++step) {
     auto seg = batcher.next();
     if (seg.starts_epoch) memory = Memory{};
-    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(learning_rate(tc, step));
+    for (auto& g : opt.param_groups())
+      static_cast<torch::optim::AdamWOptions&>(g.options()).lr(learning_rate(tc, step));
     ForwardOptions fwd;
     fwd.targets = seg.targets;
     fwd.keep_memory = 16;
@@ -70,14 +71,16 @@ TEST(Training, TinyModelOverfitsShortText) {
 TEST(Checkpoint, EvaluationAfterReloadEqualsBeforeSaving) {
   torch::manual_seed(2);
   const auto ids = tiny_text_ids();
-  for (auto encoding : {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
+  for (auto encoding :
+       {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
     auto cfg = testing::tiny_model(encoding);
     TransformerLM model(cfg, 14);
     EvalRequest request;
     request.length = 20;
     const auto before = evaluate(model, ids, request);
 
-    const std::string path = ::testing::TempDir() + "/txl_reload_" + std::to_string(static_cast<int>(encoding)) + ".pt";
+    const std::string path =
+        ::testing::TempDir() + "/txl_reload_" + std::to_string(static_cast<int>(encoding)) + ".pt";
     TrainState state;
     state.config = nlohmann::json::object();
     save_checkpoint(path, state, model, nullptr, Memory{});

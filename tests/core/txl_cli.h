@@ -56,13 +56,15 @@ inline std::string scratch_dir(const std::string& name) {
 
 // Runs TXL_BINARY with `args` (no shell); `env` holds "NAME=value" entries added to, or
 // replacing, this process's environment (txl::testing::spawn_txl).
-inline CliResult run_txl(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+inline CliResult run_txl(const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {}) {
   static int counter = 0;
   const auto base = (fs::path(::testing::TempDir()) /
                      ("txl_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
                         .string();
   CliResult r;
-  r.code = txl::testing::wait_txl(txl::testing::spawn_txl(args, base + ".out", env, base + ".err"), 300.0);
+  r.code = txl::testing::wait_txl(txl::testing::spawn_txl(args, base + ".out", env, base + ".err"),
+                                  300.0);
   r.out = slurp(base + ".out");
   r.err = slurp(base + ".err");
   fs::remove(base + ".out");
@@ -72,7 +74,8 @@ inline CliResult run_txl(const std::vector<std::string>& args, const std::vector
 
 // Deterministic text over a small alphabet with structure a model can pick up.
 inline std::string tiny_english(int sentences, int offset = 0) {
-  static const char* words[] = {"the", "lord", "said", "unto", "him", "and", "they", "went", "into", "land"};
+  static const char* words[] = {"the", "lord", "said", "unto", "him",
+                                "and", "they", "went", "into", "land"};
   std::string text;
   uint32_t state = 12345u + static_cast<uint32_t>(offset);
   for (int s = 0; s < sentences; ++s) {
@@ -87,8 +90,8 @@ inline std::string tiny_english(int sentences, int offset = 0) {
 }
 
 // Writes train/valid/test splits into `dir`.
-inline std::string write_corpus(const std::string& dir, const std::string& train, const std::string& valid,
-                                const std::string& test) {
+inline std::string write_corpus(const std::string& dir, const std::string& train,
+                                const std::string& valid, const std::string& test) {
   write_text(dir + "/train.txt", train);
   write_text(dir + "/valid.txt", valid);
   write_text(dir + "/test.txt", test);
@@ -96,21 +99,24 @@ inline std::string write_corpus(const std::string& dir, const std::string& train
 }
 
 // Trains a tiny run with the real CLI; fails the test (and returns false) when it fails.
-inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir, const std::string& encoding,
-                           const std::string& tokenizer = "char", int steps = 3,
-                           const std::vector<std::string>& extra = {}) {
+inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir,
+                           const std::string& encoding, const std::string& tokenizer = "char",
+                           int steps = 3, const std::vector<std::string>& extra = {}) {
   const bool absolute = encoding == "absolute";
   const std::string config = run_dir + ".config.json";
-  write_text(config, std::string("{\"data\": {\"dir\": \"") + corpus + "\", \"tokenizer\": \"" + tokenizer +
-                         "\"},"
-                         " \"model\": {\"pos_encoding\": \"" + encoding +
-                         "\", \"n_layer\": 1, \"d_model\": 16, \"n_head\": 2,"
-                         " \"d_head\": 8, \"d_inner\": 32, \"dropout\": 0.0, \"max_rel_dist\": 64},"
-                         " \"train\": {\"tgt_len\": 16, \"mem_len\": " + (absolute ? "0" : "16") +
-                         ", \"batch_size\": 4, \"max_steps\": " + std::to_string(steps) +
-                         ", \"lr\": 0.003, \"warmup_steps\": 1, \"log_interval\": 1, \"eval_interval\": 0,"
-                         " \"threads\": 1},"
-                         " \"eval\": {\"lengths\": [8, 16, 32], \"split\": \"valid\"}}");
+  write_text(config,
+             std::string("{\"data\": {\"dir\": \"") + corpus + "\", \"tokenizer\": \"" + tokenizer +
+                 "\"},"
+                 " \"model\": {\"pos_encoding\": \"" +
+                 encoding +
+                 "\", \"n_layer\": 1, \"d_model\": 16, \"n_head\": 2,"
+                 " \"d_head\": 8, \"d_inner\": 32, \"dropout\": 0.0, \"max_rel_dist\": 64},"
+                 " \"train\": {\"tgt_len\": 16, \"mem_len\": " +
+                 (absolute ? "0" : "16") +
+                 ", \"batch_size\": 4, \"max_steps\": " + std::to_string(steps) +
+                 ", \"lr\": 0.003, \"warmup_steps\": 1, \"log_interval\": 1, \"eval_interval\": 0,"
+                 " \"threads\": 1},"
+                 " \"eval\": {\"lengths\": [8, 16, 32], \"split\": \"valid\"}}");
   std::vector<std::string> args = {"train", "--config", config, "--run-dir", run_dir};
   for (const auto& e : extra) args.push_back(e);
   const auto r = run_txl(args);

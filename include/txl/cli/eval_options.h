@@ -2,11 +2,10 @@
 // on a subcommand, and the checks that need no run directory.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "txl/cli/options.h"
 #include "txl/eval/request.h"
@@ -33,10 +32,10 @@ struct EvalCliOptions {
 // How the help texts name the defaults' source: eval says "the run's", compare "the first
 // run's" (split, lengths, cache) and "each run's" (clamp_len).
 struct EvalOptionHelp {
-  std::string defaults_from;   // split, lengths
-  std::string clamp_from;      // clamp_len
-  std::string cache;           // --no-cache
-  std::string json;            // --json
+  std::string defaults_from;  // split, lengths
+  std::string clamp_from;     // clamp_len
+  std::string cache;          // --no-cache
+  std::string json;           // --json
 };
 
 // Registers every EvalCliOptions field on `cmd` (all but --json first, then --json).

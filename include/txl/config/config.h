@@ -8,10 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace txl {
 
@@ -28,43 +27,45 @@ PosEncoding parse_pos_encoding(const std::string& name, const std::string& key_p
 Precision parse_precision(const std::string& name, const std::string& key_path);
 
 struct DataConfig {
-  std::string dir;                         // required: folder with train.txt, valid.txt, test.txt
-  TokenizerKind tokenizer = TokenizerKind::kChar;  // "char" (code points) | "word" (whitespace + <eos>)
-  int64_t min_freq = 1;                    // word: rarer training words become <unk>
-  int64_t max_vocab = 0;                   // word: keep the most frequent N (0 = no limit)
+  std::string dir;  // required: folder with train.txt, valid.txt, test.txt
+  TokenizerKind tokenizer =
+      TokenizerKind::kChar;  // "char" (code points) | "word" (whitespace + <eos>)
+  int64_t min_freq = 1;      // word: rarer training words become <unk>
+  int64_t max_vocab = 0;     // word: keep the most frequent N (0 = no limit)
 };
 
 struct ModelConfig {
-  PosEncoding pos_encoding = PosEncoding::kRelative;  // "relative" | "absolute" | "relative_learned"
+  PosEncoding pos_encoding =
+      PosEncoding::kRelative;  // "relative" | "absolute" | "relative_learned"
   int64_t n_layer = 4;
-  int64_t d_model = 256;                   // must equal n_head * d_head
+  int64_t d_model = 256;  // must equal n_head * d_head
   int64_t n_head = 4;
   int64_t d_head = 64;
-  int64_t d_inner = 1024;                  // feed-forward width
-  double dropout = 0.1;                    // embeddings, positions, attention output, FF
-  double dropatt = 0.0;                    // attention probabilities
-  bool pre_norm = false;                   // false: post-norm blocks as in Transformer-XL
-  bool tie_weights = true;                 // output layer shares the embedding matrix
-  int64_t clamp_len = 0;                   // relative: cap distances at this value (0 = no cap)
-  int64_t max_rel_dist = 512;              // relative_learned: table of 2*max_rel_dist-1 distances
-  double init_std = 0.02;                  // N(0, init_std) as in the reference implementation
+  int64_t d_inner = 1024;      // feed-forward width
+  double dropout = 0.1;        // embeddings, positions, attention output, FF
+  double dropatt = 0.0;        // attention probabilities
+  bool pre_norm = false;       // false: post-norm blocks as in Transformer-XL
+  bool tie_weights = true;     // output layer shares the embedding matrix
+  int64_t clamp_len = 0;       // relative: cap distances at this value (0 = no cap)
+  int64_t max_rel_dist = 512;  // relative_learned: table of 2*max_rel_dist-1 distances
+  double init_std = 0.02;      // N(0, init_std) as in the reference implementation
 };
 
 struct TrainConfig {
-  int64_t tgt_len = 128;                   // tokens per segment
-  int64_t mem_len = 128;                   // memory length (must be 0 for absolute)
-  int64_t batch_size = 16;                 // number of contiguous streams
+  int64_t tgt_len = 128;    // tokens per segment
+  int64_t mem_len = 128;    // memory length (must be 0 for absolute)
+  int64_t batch_size = 16;  // number of contiguous streams
   int64_t max_steps = 2000;
-  double lr = 5e-4;                        // peak learning rate
-  int64_t warmup_steps = 100;              // linear warm-up, then cosine decay
-  double min_lr_ratio = 0.1;               // cosine decays to lr * min_lr_ratio
-  double weight_decay = 0.0;               // AdamW decoupled weight decay
-  double clip = 0.25;                      // gradient-norm clip (0 = off)
+  double lr = 5e-4;            // peak learning rate
+  int64_t warmup_steps = 100;  // linear warm-up, then cosine decay
+  double min_lr_ratio = 0.1;   // cosine decays to lr * min_lr_ratio
+  double weight_decay = 0.0;   // AdamW decoupled weight decay
+  double clip = 0.25;          // gradient-norm clip (0 = off)
   int64_t seed = 1234;
-  int64_t log_interval = 20;               // steps between progress lines
-  int64_t eval_interval = 200;             // steps between validations (0 = only at the end)
-  int64_t eval_max_tokens = 0;             // cap on validation tokens per evaluation (0 = whole split)
-  int64_t threads = 0;                     // 0 = all cores
+  int64_t log_interval = 20;    // steps between progress lines
+  int64_t eval_interval = 200;  // steps between validations (0 = only at the end)
+  int64_t eval_max_tokens = 0;  // cap on validation tokens per evaluation (0 = whole split)
+  int64_t threads = 0;          // 0 = all cores
   Precision precision = Precision::kFp32;  // "fp32" | "bf16" (CPU autocast; weights stay fp32)
   bool skip_nonfinite = false;             // true: skip (and count) steps whose loss or gradient
                                            // norm is NaN/Inf; false: stop with a checkpoint
@@ -72,8 +73,8 @@ struct TrainConfig {
 
 struct EvalConfig {
   std::vector<int64_t> lengths = {64, 128, 256, 512, 1024};  // evaluated window lengths
-  std::string split = "valid";             // "valid" | "test"
-  int64_t batch_tokens = 8192;             // windows per forward pass ~ batch_tokens / length
+  std::string split = "valid";                               // "valid" | "test"
+  int64_t batch_tokens = 8192;  // windows per forward pass ~ batch_tokens / length
 };
 
 struct Config {

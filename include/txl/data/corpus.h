@@ -32,7 +32,7 @@ struct Corpus {
 Corpus load_corpus(const DataConfig& config);
 
 // One split encoded with an existing vocabulary (eval reuses the run's vocabulary).
-std::vector<int32_t> load_split(const std::string& dir, const std::string& split, const Vocab& vocab,
-                                EncodeStats* stats = nullptr);
+std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
+                                const Vocab& vocab, EncodeStats* stats = nullptr);
 
 }  // namespace txl

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/config/config.h"
 
@@ -28,7 +27,7 @@ class Vocab {
   TokenizerKind kind() const { return kind_; }
   bool contains(const std::string& token) const;
   int64_t id(const std::string& token) const;  // unk_id() when absent
-  const std::string& token(int64_t id) const;   // throws std::out_of_range for a bad id
+  const std::string& token(int64_t id) const;  // throws std::out_of_range for a bad id
   int64_t unk_id() const { return unk_id_; }
   const std::vector<std::string>& tokens() const { return tokens_; }
 
@@ -38,8 +37,8 @@ class Vocab {
   nlohmann::json to_json() const;
   // `source` names the file for messages; malformed content throws InputError.
   static Vocab from_json(const nlohmann::json& j, const std::string& source);
-  void save(const std::string& path) const;     // atomic: temp file then rename
-  static Vocab load(const std::string& path);   // InputError naming the path on any problem
+  void save(const std::string& path) const;    // atomic: temp file then rename
+  static Vocab load(const std::string& path);  // InputError naming the path on any problem
 
  private:
   TokenizerKind kind_ = TokenizerKind::kChar;

@@ -13,11 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/eval/evaluate.h"
 #include "txl/train/run_dir.h"
@@ -36,12 +35,13 @@ std::string checkpoint_file(const RunPaths& paths, const std::string& which);
 struct EvalSubject {
   std::string split;
   uint64_t split_checksum = 0;
-  std::string checkpoint;            // file name inside the run, e.g. best.pt
+  std::string checkpoint;  // file name inside the run, e.g. best.pt
   int64_t checkpoint_step = 0;
   uint64_t checkpoint_checksum = 0;
 };
 
-nlohmann::json eval_cache_key(const EvalSubject& subject, const ModelConfig& model, const EvalRequest& request);
+nlohmann::json eval_cache_key(const EvalSubject& subject, const ModelConfig& model,
+                              const EvalRequest& request);
 std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& key);
 
 // The full result, window sums included (they feed intervals and paired differences).
@@ -52,7 +52,8 @@ EvalResult result_from_json(const nlohmann::json& j);  // throws on malformed in
 std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohmann::json& key);
 // Atomic write; returns an error message instead of throwing (a read-only run directory
 // must not fail an evaluation), empty on success.
-std::string write_eval_cache(const std::string& path, const nlohmann::json& key, const EvalResult& result);
+std::string write_eval_cache(const std::string& path, const nlohmann::json& key,
+                             const EvalResult& result);
 
 // Evaluates a loaded run on one split through the cache.
 class CachedEvaluator {

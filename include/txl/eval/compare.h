@@ -4,10 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/eval/evaluate.h"
 #include "txl/eval/interval.h"
@@ -29,7 +28,7 @@ struct CompareRun {
 };
 
 struct Comparison {
-  std::string corpus;     // data.dir's last component
+  std::string corpus;  // data.dir's last component
   std::string data_dir;
   std::string split;
   std::string tokenizer;  // char | word

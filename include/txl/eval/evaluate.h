@@ -27,13 +27,13 @@ EvalMethod parse_eval_method(const std::string& name);  // InputError listing va
 
 struct EvalRequest {
   EvalMethod method = EvalMethod::kNonOverlap;
-  int64_t length = 128;        // L: window (nonoverlap, sliding) or segment (memory) length
-  int64_t stride = 0;          // sliding: S (0 = L/2)
-  int64_t mem_len = 0;         // memory: positions of memory carried
-  int64_t clamp_len = -1;      // relative distance cap (-1: the model's)
-  int64_t streams = 1;         // memory: parallel contiguous streams
-  int64_t batch_tokens = 8192; // nonoverlap/sliding: windows per pass ~ batch_tokens / L
-  int64_t max_tokens = 0;      // score at most this many tokens from the start (0 = all)
+  int64_t length = 128;         // L: window (nonoverlap, sliding) or segment (memory) length
+  int64_t stride = 0;           // sliding: S (0 = L/2)
+  int64_t mem_len = 0;          // memory: positions of memory carried
+  int64_t clamp_len = -1;       // relative distance cap (-1: the model's)
+  int64_t streams = 1;          // memory: parallel contiguous streams
+  int64_t batch_tokens = 8192;  // nonoverlap/sliding: windows per pass ~ batch_tokens / L
+  int64_t max_tokens = 0;       // score at most this many tokens from the start (0 = all)
   Precision precision = Precision::kFp32;
   int64_t position_buckets = 0;  // > 0: also report mean NLL per window position, bucketed
 };
@@ -44,19 +44,19 @@ int64_t effective_stride(const EvalRequest& request);
 struct EvalResult {
   EvalMethod method = EvalMethod::kNonOverlap;
   int64_t length = 0;
-  int64_t stride = 0;            // sliding only
-  int64_t mem_len = 0;           // memory only
-  int64_t streams = 0;           // memory only
-  int64_t tokens = 0;            // tokens scored
-  double nll = 0.0;              // total NLL (nats)
+  int64_t stride = 0;   // sliding only
+  int64_t mem_len = 0;  // memory only
+  int64_t streams = 0;  // memory only
+  int64_t tokens = 0;   // tokens scored
+  double nll = 0.0;     // total NLL (nats)
   // Per window (nonoverlap, sliding) or per segment of one stream (memory): NLL sum and
   // tokens scored. Windows come in a fixed order (memory: segment-major, stream-minor), so
   // two models evaluated with the same request have aligned windows.
   std::vector<double> window_nll;
   std::vector<int64_t> window_tokens;
-  std::vector<double> position_nll;    // mean NLL per position bucket (position_buckets > 0)
-  std::vector<int64_t> position_start; // first window position of each bucket
-  std::vector<int64_t> position_count; // tokens scored in each bucket
+  std::vector<double> position_nll;     // mean NLL per position bucket (position_buckets > 0)
+  std::vector<int64_t> position_start;  // first window position of each bucket
+  std::vector<int64_t> position_count;  // tokens scored in each bucket
 
   double mean_nll() const { return tokens > 0 ? nll / static_cast<double>(tokens) : 0.0; }
   double ppl() const;
@@ -64,7 +64,8 @@ struct EvalResult {
 };
 
 // Scores `ids` (the whole split as one stream). The model is put in eval mode and restored.
-EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids, const EvalRequest& request);
+EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
+                    const EvalRequest& request);
 
 // Checks a request against a model: positive length, stride within 1..L, memory only for
 // encodings with memory, non-negative mem_len and streams >= 1. InputError naming the option.

@@ -40,8 +40,8 @@ std::string find_on_path(const std::string& program);
 
 // The gnuplot script for a spec, given where the data file is and the images go.
 // Log-scale x (base 2); log-scale y when the values span more than a factor of 10.
-std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path, const std::string& png_path,
-                           const std::string& svg_path);
+std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
+                           const std::string& png_path, const std::string& svg_path);
 
 // Draws the spec into png_path (pngcairo terminal, or png when gnuplot lacks cairo) and,
 // when svg_path is not empty, into svg_path. PlotToolMissing when gnuplot is not

@@ -1,10 +1,9 @@
 // Evaluation results as a printed table and as JSON (the machine-readable form).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/eval/evaluate.h"
 #include "txl/eval/interval.h"
@@ -12,10 +11,10 @@
 namespace txl {
 
 struct EvalReport {
-  std::string run;         // run directory
-  std::string split;       // valid | test
-  std::string encoding;    // model.pos_encoding
-  std::string tokenizer;   // char | word
+  std::string run;           // run directory
+  std::string split;         // valid | test
+  std::string encoding;      // model.pos_encoding
+  std::string tokenizer;     // char | word
   int64_t train_length = 0;  // train.tgt_len, marked in tables
   std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;
@@ -34,7 +33,8 @@ std::string method_setting(const EvalResult& result);
 // Perplexity summary of one result with its interval, as JSON:
 // {"method", "length", "stride"?, "mem_len"?, "streams"?, "tokens", "windows", "nll",
 //  "nll_sum", "ppl", "ppl_lo", "ppl_hi" (null with < 2 windows), "bpc"?, "bpc_lo"?, "bpc_hi"?}
-nlohmann::json summary_to_json(const EvalResult& result, bool chars, const BootstrapOptions& bootstrap);
+nlohmann::json summary_to_json(const EvalResult& result, bool chars,
+                               const BootstrapOptions& bootstrap);
 
 // {"bucket_start": [...], "bucket_tokens": [...], "mean_nll": [...]}
 nlohmann::json per_position_to_json(const EvalResult& result);

@@ -3,9 +3,9 @@
 // Shapes follow the legend in positional.h.
 #pragma once
 
-#include <memory>
-
 #include <torch/torch.h>
+
+#include <memory>
 
 #include "txl/config/config.h"
 #include "txl/model/position_score.h"
@@ -19,8 +19,8 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& memory,
                         const PositionContext& pos);
 
-  torch::nn::Linear qkv{nullptr};   // C -> 3*H*D, no bias (q from h, k and v from [mem ; h])
-  torch::nn::Linear out{nullptr};   // H*D -> C, no bias
+  torch::nn::Linear qkv{nullptr};  // C -> 3*H*D, no bias (q from h, k and v from [mem ; h])
+  torch::nn::Linear out{nullptr};  // H*D -> C, no bias
   torch::nn::LayerNorm norm{nullptr};
   std::shared_ptr<PositionScoreImpl> score;
 

@@ -1,9 +1,9 @@
 // Segment-level recurrence: the hidden states each layer saw in earlier segments.
 #pragma once
 
-#include <vector>
-
 #include <torch/torch.h>
+
+#include <vector>
 
 namespace txl {
 

@@ -11,9 +11,9 @@
 // backward formula needs: attention masks it in place.
 #pragma once
 
-#include <memory>
-
 #include <torch/torch.h>
+
+#include <memory>
 
 #include "txl/config/config.h"
 
@@ -21,9 +21,9 @@ namespace txl {
 
 // What every layer needs to know about positions for one forward pass.
 struct PositionContext {
-  int64_t mem_len = 0;        // M
-  int64_t clamp_len = 0;      // cap on distances (relative; 0 = none)
-  torch::Tensor sinusoids;    // [K, C] relative_sinusoids (relative only; undefined otherwise)
+  int64_t mem_len = 0;      // M
+  int64_t clamp_len = 0;    // cap on distances (relative; 0 = none)
+  torch::Tensor sinusoids;  // [K, C] relative_sinusoids (relative only; undefined otherwise)
 };
 
 class PositionScoreImpl : public torch::nn::Module {
@@ -55,7 +55,7 @@ class RelativeScore : public PositionScoreImpl {
  protected:
   int64_t n_head_;
   int64_t d_head_;
-  double scale_;    // 1/sqrt(D): u and v are added to unscaled q, see scores()
+  double scale_;  // 1/sqrt(D): u and v are added to unscaled q, see scores()
 };
 
 // Transformer-XL: sinusoidal R (shared, from the context) projected by this layer's W_r.

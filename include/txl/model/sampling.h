@@ -7,10 +7,10 @@
 // window (positions 0..context-1, as in training).
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "txl/model/memory.h"
 #include "txl/model/transformer.h"
@@ -28,7 +28,7 @@ class SplitMix64 {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  size_t below(size_t n) { return static_cast<size_t>(next() % n); }  // bias < n / 2^64
+  size_t below(size_t n) { return static_cast<size_t>(next() % n); }          // bias < n / 2^64
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
 
  private:
@@ -49,8 +49,8 @@ class ContextFeeder {
   TransformerLM& model_;
   int64_t context_;
   int64_t chunk_;
-  Memory memory_;               // memory encodings
-  std::vector<int64_t> window_; // absolute: the last `context` tokens
+  Memory memory_;                // memory encodings
+  std::vector<int64_t> window_;  // absolute: the last `context` tokens
 };
 
 struct SamplingOptions {
@@ -58,8 +58,8 @@ struct SamplingOptions {
   double temperature = 1.0;  // > 0; logits are divided by it
   int64_t top_k = 0;         // 0 = the whole vocabulary
   uint64_t seed = 1;
-  int64_t context = 0;       // see ContextFeeder; >= 1
-  int64_t chunk = 128;       // prompt chunk length
+  int64_t context = 0;  // see ContextFeeder; >= 1
+  int64_t chunk = 128;  // prompt chunk length
 };
 
 // Draws one token id from logits [V] with temperature and top-k.

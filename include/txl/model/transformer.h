@@ -12,16 +12,16 @@
 namespace txl {
 
 struct ForwardOptions {
-  torch::Tensor targets;   // [B, Q] next-token ids; when set, `nll` is returned
-  int64_t keep_memory = 0; // how many positions of memory to return for the next segment
-  int64_t clamp_len = -1;  // relative distance cap for this pass (-1: model.clamp_len)
+  torch::Tensor targets;    // [B, Q] next-token ids; when set, `nll` is returned
+  int64_t keep_memory = 0;  // how many positions of memory to return for the next segment
+  int64_t clamp_len = -1;   // relative distance cap for this pass (-1: model.clamp_len)
   bool want_logits = false;
 };
 
 struct LMOutput {
-  torch::Tensor nll;       // [B, Q] float32 per-token negative log-likelihood (with targets)
-  torch::Tensor logits;    // [B, Q, V] (want_logits or no targets)
-  Memory memory;           // for the next segment (empty when keep_memory == 0)
+  torch::Tensor nll;     // [B, Q] float32 per-token negative log-likelihood (with targets)
+  torch::Tensor logits;  // [B, Q, V] (want_logits or no targets)
+  Memory memory;         // for the next segment (empty when keep_memory == 0)
 };
 
 class TransformerLMImpl : public torch::nn::Module {
@@ -29,7 +29,8 @@ class TransformerLMImpl : public torch::nn::Module {
   TransformerLMImpl(const ModelConfig& config, int64_t vocab_size);
 
   // tokens: [B, Q] int64; memory from the previous segment of the same streams (may be empty).
-  LMOutput forward(const torch::Tensor& tokens, const Memory& memory, const ForwardOptions& options);
+  LMOutput forward(const torch::Tensor& tokens, const Memory& memory,
+                   const ForwardOptions& options);
 
   const ModelConfig& config() const { return config_; }
   int64_t vocab_size() const { return vocab_size_; }

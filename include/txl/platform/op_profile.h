@@ -9,10 +9,10 @@
 namespace txl {
 
 struct OpTime {
-  std::string name;      // e.g. aten::addmm, or an autograd node such as MmBackward0
+  std::string name;  // e.g. aten::addmm, or an autograd node such as MmBackward0
   int64_t calls = 0;
-  double self_ms = 0.0;  // time inside the op minus the ops it called
-  double total_ms = 0.0; // time inside the op including the ops it called
+  double self_ms = 0.0;   // time inside the op minus the ops it called
+  double total_ms = 0.0;  // time inside the op including the ops it called
 };
 
 // Records every operator run by this thread (and the autograd engine working for it) from

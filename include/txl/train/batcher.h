@@ -3,10 +3,10 @@
 // the memory carried between segments is meaningful.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <torch/torch.h>
 
 namespace txl {
 
@@ -23,9 +23,9 @@ class StreamBatcher {
 
   Segment next();  // wraps around to the start after the last full segment
 
-  int64_t stream_len() const { return streams_.size(1); }     // tokens per stream
-  int64_t position() const { return position_; }              // offset of the next segment
-  void set_position(int64_t position);                         // for exact resume
+  int64_t stream_len() const { return streams_.size(1); }  // tokens per stream
+  int64_t position() const { return position_; }           // offset of the next segment
+  void set_position(int64_t position);                     // for exact resume
   int64_t segments_per_epoch() const;
 
  private:

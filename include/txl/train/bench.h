@@ -21,10 +21,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "txl/config/config.h"
 #include "txl/platform/op_profile.h"
@@ -68,23 +67,23 @@ struct BenchResult {
   int64_t batch = 0, query_len = 0, mem_len = 0;
   int64_t steps = 0, warmup = 0;
   double ms_per_step = 0.0;
-  double cpu_ms_per_step = 0.0;       // CPU time of all threads per step (work, not waiting)
+  double cpu_ms_per_step = 0.0;  // CPU time of all threads per step (work, not waiting)
   double train_tokens_per_s = 0.0;
   double eval_ms_per_pass = 0.0;
   double eval_cpu_ms_per_pass = 0.0;
   double eval_tokens_per_s = 0.0;
   double peak_rss_mb = 0.0;
   FlopCount flops;
-  double achieved_gflops = 0.0;       // training
+  double achieved_gflops = 0.0;  // training
   double eval_achieved_gflops = 0.0;
-  double gemm_peak_gflops = 0.0;      // measured n^3 GEMM, same dtype and threads
-  double mfu = 0.0;                   // achieved_gflops / gemm_peak_gflops
+  double gemm_peak_gflops = 0.0;  // measured n^3 GEMM, same dtype and threads
+  double mfu = 0.0;               // achieved_gflops / gemm_peak_gflops
   double eval_mfu = 0.0;
-  double load_average = 0.0;          // 1-minute load average at the end (shared machines)
+  double load_average = 0.0;  // 1-minute load average at the end (shared machines)
   StepPhases phases;
-  std::vector<OpTime> profile;        // with BenchOptions::profile
+  std::vector<OpTime> profile;  // with BenchOptions::profile
   std::vector<OpTime> profile_by_caller;
-  double profiled_ms = 0.0;           // wall time of the profiled steps
+  double profiled_ms = 0.0;  // wall time of the profiled steps
 
   nlohmann::json to_json() const;
 };
@@ -99,7 +98,7 @@ struct LongWindowResult {
   std::string pos_encoding;
   std::string precision;
   int64_t length = 0;
-  double eval_ms = 0.0;          // best of the passes
+  double eval_ms = 0.0;  // best of the passes
   double tokens_per_s = 0.0;
   double baseline_rss_mb = 0.0;  // resident memory just before the first pass
   double peak_rss_mb = 0.0;      // process peak after the passes

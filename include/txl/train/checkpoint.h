@@ -20,13 +20,13 @@
 // load as a silently wrong model.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "txl/model/memory.h"
 #include "txl/model/transformer.h"
@@ -37,14 +37,14 @@ inline constexpr const char* kCheckpointFormat = "txl-checkpoint";
 inline constexpr int kCheckpointVersion = 2;
 
 struct TrainState {
-  int64_t step = 0;               // optimizer steps done (skipped non-finite steps included)
+  int64_t step = 0;  // optimizer steps done (skipped non-finite steps included)
   int64_t tokens_seen = 0;
-  int64_t stream_position = 0;    // StreamBatcher::position() for the next step
-  double best_valid_ppl = 0.0;    // 0 = none yet
-  nlohmann::json config;          // the resolved config
+  int64_t stream_position = 0;  // StreamBatcher::position() for the next step
+  double best_valid_ppl = 0.0;  // 0 = none yet
+  nlohmann::json config;        // the resolved config
   uint64_t vocab_checksum = 0;
-  double lr = 0.0;                // learning rate of the last step (the schedule's position)
-  int64_t skipped_steps = 0;      // non-finite steps skipped under train.skip_nonfinite
+  double lr = 0.0;            // learning rate of the last step (the schedule's position)
+  int64_t skipped_steps = 0;  // non-finite steps skipped under train.skip_nonfinite
   // Fingerprint of the training split, so a resume on an edited corpus is refused instead of
   // silently reading other data at the saved stream position.
   int64_t train_tokens = 0;
@@ -52,8 +52,8 @@ struct TrainState {
   // The progress line in progress when the checkpoint was taken, so that a resumed run logs
   // the same interval means as an uninterrupted one.
   double interval_loss_sum = 0.0;
-  int64_t interval_steps = 0;     // steps in the interval (for ms/step)
-  int64_t interval_finite = 0;    // of which had a finite loss (for the mean loss)
+  int64_t interval_steps = 0;   // steps in the interval (for ms/step)
+  int64_t interval_finite = 0;  // of which had a finite loss (for the mean loss)
   double interval_seconds = 0.0;
 };
 

@@ -40,18 +40,18 @@ const std::vector<std::string>& resumable_keys();
 
 struct TrainOptions {
   std::string run_dir;
-  bool resume = false;          // continue from run_dir/checkpoint.pt
+  bool resume = false;                            // continue from run_dir/checkpoint.pt
   const std::atomic<int>* stop_signal = nullptr;  // non-zero: checkpoint and stop after this step
 };
 
 struct TrainSummary {
-  int64_t steps = 0;            // optimizer steps done in total
-  double last_loss = 0.0;       // mean training loss of the last log interval
+  int64_t steps = 0;       // optimizer steps done in total
+  double last_loss = 0.0;  // mean training loss of the last log interval
   double best_valid_ppl = 0.0;
   double train_tokens_per_s = 0.0;
-  int64_t skipped_steps = 0;    // non-finite steps skipped in total (train.skip_nonfinite)
+  int64_t skipped_steps = 0;  // non-finite steps skipped in total (train.skip_nonfinite)
   bool interrupted = false;
-  int stop_signal = 0;          // the signal that interrupted it (SIGINT for the test hook)
+  int stop_signal = 0;  // the signal that interrupted it (SIGINT for the test hook)
 };
 
 // Runs training for a validated config; the run directory must already be prepared.
