@@ -18,8 +18,12 @@ esac
 ensure_packages lint shellcheck clang-format
 
 shell_files=(scripts/*.sh data/*.sh .ci/run)
+# The tracked C++ files; every C++ file under the source folders where there is no git.
+if listing="$(git ls-files '*.cpp' '*.h' 2>/dev/null)"; then :; else
+  listing="$(find apps include src tests -name '*.cpp' -o -name '*.h' | sort)"
+fi
 cpp_files=()
-while IFS= read -r f; do cpp_files+=("$f"); done < <(git ls-files '*.cpp' '*.h')
+while IFS= read -r f; do if [[ -n "$f" ]]; then cpp_files+=("$f"); fi; done <<<"$listing"
 
 failed=0
 for f in "${shell_files[@]}"; do
