@@ -9,6 +9,7 @@
 #include "txl/data/utf8.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/hash.h"
 
 namespace txl {
 
@@ -17,20 +18,8 @@ namespace {
 constexpr const char* kVocabFormat = "txl-vocab";
 constexpr int kVocabVersion = 1;
 
-// FNV-1a 64-bit parameters (http://www.isthe.com/chongo/tech/comp/fnv/).
-constexpr uint64_t kFnvOffset = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 // 0xFF never occurs in UTF-8, so it separates tokens unambiguously.
 constexpr unsigned char kChecksumSeparator = 0xFF;
-
-void fnv_add(uint64_t& h, unsigned char b) {
-  h ^= b;
-  h *= kFnvPrime;
-}
-
-void fnv_add(uint64_t& h, const std::string& s) {
-  for (char c : s) fnv_add(h, static_cast<unsigned char>(c));
-}
 
 // Checks that one token can be produced by the tokenizer of `kind`; returns the reason when
 // it cannot, or an empty string.
@@ -88,13 +77,13 @@ const std::string& Vocab::token(int64_t id) const {
 }
 
 uint64_t Vocab::checksum() const {
-  uint64_t h = kFnvOffset;
-  fnv_add(h, to_string(kind_));
+  Fnv1a64 h;
+  h.add(to_string(kind_));
   for (const auto& t : tokens_) {
-    fnv_add(h, kChecksumSeparator);
-    fnv_add(h, t);
+    h.add_byte(kChecksumSeparator);
+    h.add(t);
   }
-  return h;
+  return h.value();
 }
 
 nlohmann::json Vocab::to_json() const {

@@ -7,22 +7,13 @@
 #include <sstream>
 
 #include "txl/util/fs.h"
+#include "txl/util/hash.h"
 
 namespace txl {
 
 namespace {
 
-// FNV-1a 64-bit parameters (http://www.isthe.com/chongo/tech/comp/fnv/), as in vocab.cpp.
-constexpr uint64_t kFnvOffset = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 constexpr int kCacheVersion = 1;
-
-void fnv_add(uint64_t& h, const unsigned char* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= kFnvPrime;
-  }
-}
 
 std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
@@ -31,26 +22,25 @@ std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 uint64_t checksum_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);
-  uint64_t h = kFnvOffset;
+  Fnv1a64 h;
   std::vector<char> buf(1 << 16);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    fnv_add(h, reinterpret_cast<const unsigned char*>(buf.data()),
-            static_cast<size_t>(in.gcount()));
+    h.add(buf.data(), static_cast<size_t>(in.gcount()));
   }
-  return h;
+  return h.value();
 }
 
 uint64_t checksum_ids(const std::vector<int32_t>& ids) {
-  uint64_t h = kFnvOffset;
+  Fnv1a64 h;
   for (const int32_t id : ids) {
     const uint32_t u = static_cast<uint32_t>(id);
     const unsigned char b[4] = {static_cast<unsigned char>(u), static_cast<unsigned char>(u >> 8),
                                 static_cast<unsigned char>(u >> 16),
                                 static_cast<unsigned char>(u >> 24)};
-    fnv_add(h, b, 4);
+    h.add(b, 4);
   }
-  return h;
+  return h.value();
 }
 
 std::string checkpoint_file(const RunPaths& paths, const std::string& which) {

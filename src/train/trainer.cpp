@@ -210,15 +210,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
     auto loaded = load_checkpoint(paths.last_checkpoint(), model, &optimizer);
     check_resume_matches(loaded.state, state, paths);
     const TrainState& s = loaded.state;
-    state.step = s.step;
-    state.tokens_seen = s.tokens_seen;
-    state.best_valid_ppl = s.best_valid_ppl;
-    state.lr = s.lr;
-    state.skipped_steps = s.skipped_steps;
-    state.interval_loss_sum = s.interval_loss_sum;
-    state.interval_steps = s.interval_steps;
-    state.interval_finite = s.interval_finite;
-    state.interval_seconds = s.interval_seconds;
+    restore_progress(state, s);
     if (s.stream_position >= batcher.stream_len() - 1) {
       throw InputError(paths.last_checkpoint() + ": stream position " +
                        std::to_string(s.stream_position) + " lies outside the training streams (" +

@@ -1,4 +1,5 @@
-// Checkpoints: one self-describing file per snapshot, written atomically (temporary file in
+// Checkpoints: one self-describing file per snapshot (the container: checkpoint_file.h; the
+// training state's fields: train_state.h), written atomically (temporary file in
 // the same directory, fsync, rename), so a crash or kill -9 at any moment leaves the previous
 // checkpoint intact.
 //
@@ -28,37 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "txl/config/config_diff.h"
 #include "txl/model/memory.h"
 #include "txl/model/transformer.h"
+#include "txl/train/checkpoint_file.h"
+#include "txl/train/train_state.h"
+#include "txl/util/hash.h"
 
 namespace txl {
-
-inline constexpr const char* kCheckpointFormat = "txl-checkpoint";
-inline constexpr int kCheckpointVersion = 2;
-
-struct TrainState {
-  int64_t step = 0;  // optimizer steps done (skipped non-finite steps included)
-  int64_t tokens_seen = 0;
-  int64_t stream_position = 0;  // StreamBatcher::position() for the next step
-  double best_valid_ppl = 0.0;  // 0 = none yet
-  nlohmann::json config;        // the resolved config
-  uint64_t vocab_checksum = 0;
-  double lr = 0.0;            // learning rate of the last step (the schedule's position)
-  int64_t skipped_steps = 0;  // non-finite steps skipped under train.skip_nonfinite
-  // Fingerprint of the training split, so a resume on an edited corpus is refused instead of
-  // silently reading other data at the saved stream position.
-  int64_t train_tokens = 0;
-  uint64_t train_checksum = 0;
-  // The progress line in progress when the checkpoint was taken, so that a resumed run logs
-  // the same interval means as an uninterrupted one.
-  double interval_loss_sum = 0.0;
-  int64_t interval_steps = 0;   // steps in the interval (for ms/step)
-  int64_t interval_finite = 0;  // of which had a finite loss (for the mean loss)
-  double interval_seconds = 0.0;
-};
-
-// XXH64 (seed 0) of a byte range: checkpoint integrity and corpus fingerprints.
-uint64_t xxh64(const void* data, size_t size, uint64_t seed = 0);
 
 // `optimizer` may be null (weights only); its AdamW param-group options (lr, betas, eps,
 // weight decay) are saved in the meta block because torch's own serialisation drops them.
@@ -85,10 +63,5 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
 // Reads the whole file and checks lengths and checksums; throws InputError like
 // load_checkpoint. For tools and tests that ask "is this checkpoint intact?".
 void verify_checkpoint(const std::string& path);
-
-// Keys ("section.key") whose values differ between two resolved configs, as
-// "model.d_model: 16 vs 32", skipping the keys in `ignore`.
-std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
-                                            const std::vector<std::string>& ignore = {});
 
 }  // namespace txl

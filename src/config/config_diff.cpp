@@ -1,0 +1,49 @@
+#include "txl/config/config_diff.h"
+
+#include <algorithm>
+
+namespace txl {
+
+std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
+                                            const std::vector<std::string>& ignore) {
+  std::vector<std::string> out;
+  auto shown = [](const nlohmann::json* v) { return v ? v->dump() : std::string("(absent)"); };
+  auto compare_key = [&](const std::string& path, const nlohmann::json* x,
+                         const nlohmann::json* y) {
+    if (std::find(ignore.begin(), ignore.end(), path) != ignore.end()) return;
+    if (x && y && *x == *y) return;
+    out.push_back(path + ": " + shown(x) + " vs " + shown(y));
+  };
+  if (!a.is_object() || !b.is_object()) {
+    if (a != b) out.push_back("(whole config): " + a.dump() + " vs " + b.dump());
+    return out;
+  }
+  // Union of sections and keys, in a's order first, then keys only b has.
+  auto sections = [&](const nlohmann::json& j, std::vector<std::string>& names) {
+    for (const auto& item : j.items()) {
+      if (std::find(names.begin(), names.end(), item.key()) == names.end())
+        names.push_back(item.key());
+    }
+  };
+  std::vector<std::string> names;
+  sections(a, names);
+  sections(b, names);
+  for (const auto& section : names) {
+    const nlohmann::json* sa = a.contains(section) ? &a.at(section) : nullptr;
+    const nlohmann::json* sb = b.contains(section) ? &b.at(section) : nullptr;
+    if (!sa || !sb || !sa->is_object() || !sb->is_object()) {
+      compare_key(section, sa, sb);
+      continue;
+    }
+    std::vector<std::string> keys;
+    sections(*sa, keys);
+    sections(*sb, keys);
+    for (const auto& key : keys) {
+      compare_key(section + "." + key, sa->contains(key) ? &sa->at(key) : nullptr,
+                  sb->contains(key) ? &sb->at(key) : nullptr);
+    }
+  }
+  return out;
+}
+
+}  // namespace txl

@@ -1,0 +1,106 @@
+#include "txl/util/hash.h"
+
+namespace txl {
+
+namespace {
+
+// XXH64's primes (specification, section "Definitions").
+constexpr uint64_t kP1 = 11400714785074694791ULL;
+constexpr uint64_t kP2 = 14029467366897019727ULL;
+constexpr uint64_t kP3 = 1609587929392839161ULL;
+constexpr uint64_t kP4 = 9650029242287828579ULL;
+constexpr uint64_t kP5 = 2870177450012600261ULL;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+uint64_t xxh_round(uint64_t acc, uint64_t input) {
+  acc += input * kP2;
+  acc = rotl(acc, 31);
+  return acc * kP1;
+}
+
+uint64_t xxh_merge(uint64_t acc, uint64_t value) {
+  acc ^= xxh_round(0, value);
+  return acc * kP1 + kP4;
+}
+
+}  // namespace
+
+uint64_t read_u64_le(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+uint32_t read_u32_le(const unsigned char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+void put_u64_le(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+void put_u32_le(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+uint64_t xxh64(const void* data, size_t size, uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned char* const end = p + size;
+  uint64_t h;
+  if (size >= 32) {
+    uint64_t v1 = seed + kP1 + kP2, v2 = seed + kP2, v3 = seed, v4 = seed - kP1;
+    const unsigned char* const limit = end - 32;
+    do {
+      v1 = xxh_round(v1, read_u64_le(p));
+      v2 = xxh_round(v2, read_u64_le(p + 8));
+      v3 = xxh_round(v3, read_u64_le(p + 16));
+      v4 = xxh_round(v4, read_u64_le(p + 24));
+      p += 32;
+    } while (p <= limit);
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = xxh_merge(h, v1);
+    h = xxh_merge(h, v2);
+    h = xxh_merge(h, v3);
+    h = xxh_merge(h, v4);
+  } else {
+    h = seed + kP5;
+  }
+  h += static_cast<uint64_t>(size);
+  while (p + 8 <= end) {
+    h ^= xxh_round(0, read_u64_le(p));
+    h = rotl(h, 27) * kP1 + kP4;
+    p += 8;
+  }
+  if (p + 4 <= end) {
+    h ^= static_cast<uint64_t>(read_u32_le(p)) * kP1;
+    h = rotl(h, 23) * kP2 + kP3;
+    p += 4;
+  }
+  while (p < end) {
+    h ^= static_cast<uint64_t>(*p) * kP5;
+    h = rotl(h, 11) * kP1;
+    ++p;
+  }
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  h *= kP3;
+  h ^= h >> 32;
+  return h;
+}
+
+void Fnv1a64::add_byte(unsigned char b) {
+  h_ ^= b;
+  h_ *= kFnvPrime;
+}
+
+void Fnv1a64::add(const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) add_byte(p[i]);
+}
+
+}  // namespace txl
