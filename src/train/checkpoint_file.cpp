@@ -159,5 +159,4 @@ std::string read_checkpoint_file(const std::string& path, std::string* payload) 
   return meta;
 }
 
-
 }  // namespace txl

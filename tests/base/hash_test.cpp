@@ -1,9 +1,9 @@
 // The project's two hashes against published values (both are frozen into txl's files).
+#include "txl/util/hash.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "txl/util/hash.h"
 
 namespace txl {
 namespace {

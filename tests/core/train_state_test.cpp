@@ -1,11 +1,12 @@
 // The one table of TrainState's fields: it covers the struct, every field survives the
 // checkpoint's meta JSON, and a resume restores the progress fields and nothing else.
+#include "txl/train/train_state.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <variant>
 
-#include "txl/train/train_state.h"
 #include "txl/util/aggregate.h"
 
 namespace txl {
