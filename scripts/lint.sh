@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Static checks of the tree: bash -n and shellcheck over every shell script, clang-format
-# (the checked-in .clang-format) over every C++ file. Installs shellcheck and clang-format
+# Static checks of the tree: bash -n and shellcheck over every shell script, the include
+# layers (scripts/check_layers.sh), clang-format (the checked-in .clang-format) over every
+# C++ file. Installs shellcheck and clang-format
 # from Debian when missing. Exits non-zero, naming the files, when a check fails.
 # Usage: scripts/lint.sh [--fix]   (--fix rewrites unformatted C++ files in place)
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,6 +35,8 @@ if ! shellcheck -x "${shell_files[@]}"; then
   failed=1
 fi
 echo "[lint] ${#shell_files[@]} shell scripts checked"
+
+bash scripts/check_layers.sh || failed=1
 
 if [[ $fix -eq 1 ]]; then
   clang-format -i "${cpp_files[@]}"

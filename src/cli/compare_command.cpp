@@ -15,7 +15,7 @@
 #include "txl/eval/plot.h"
 #include "txl/eval/request.h"
 #include "txl/platform/runtime.h"
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 

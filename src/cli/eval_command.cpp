@@ -11,7 +11,7 @@
 #include "txl/eval/report.h"
 #include "txl/eval/request.h"
 #include "txl/platform/runtime.h"
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 

@@ -12,11 +12,11 @@
 
 #include "txl/cli/commands.h"
 #include "txl/data/tokenizer.h"
-#include "txl/data/utf8.h"
 #include "txl/model/sampling.h"
 #include "txl/platform/runtime.h"
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 #include "txl/util/error.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 

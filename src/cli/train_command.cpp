@@ -15,7 +15,7 @@
 
 #include "txl/cli/commands.h"
 #include "txl/data/corpus.h"
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 #include "txl/train/trainer.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"

@@ -18,9 +18,9 @@
 #include <utility>
 #include <variant>
 
-#include "txl/data/utf8.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "txl/data/utf8.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 

@@ -6,10 +6,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "txl/data/utf8.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 

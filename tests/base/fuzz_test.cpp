@@ -22,9 +22,9 @@
 
 #include "txl/config/config.h"
 #include "txl/data/tokenizer.h"
-#include "txl/data/utf8.h"
 #include "txl/data/vocab.h"
 #include "txl/util/error.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "txl/data/utf8.h"
 #include "txl/data/vocab.h"
 #include "txl/util/error.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 namespace {

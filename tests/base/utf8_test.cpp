@@ -1,5 +1,5 @@
 // Strict UTF-8: what the char tokenizer accepts, and the byte offset users see on bad input.
-#include "txl/data/utf8.h"
+#include "txl/util/utf8.h"
 
 #include <gtest/gtest.h>
 

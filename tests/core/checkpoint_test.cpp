@@ -1,6 +1,6 @@
 // Checkpoint files: what is saved comes back exactly, and every damaged, foreign or
 // mismatching file is an InputError that names the file and says what is wrong.
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "cli_harness.h"
 #include "test_util.h"
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 
 namespace txl {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "txl/eval/cache.h"
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 #include "txl_cli.h"
 
 namespace txl {

@@ -10,7 +10,7 @@
 
 #include "cli_harness.h"
 #include "test_util.h"
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 #include "txl/util/error.h"
 
 namespace txl {

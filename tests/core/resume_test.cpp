@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "cli_harness.h"
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 
 namespace txl {
 namespace {

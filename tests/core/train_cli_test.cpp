@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "cli_harness.h"
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 
 namespace txl {
 namespace {

@@ -10,8 +10,8 @@
 #include "txl/data/tokenizer.h"
 #include "txl/eval/evaluate.h"
 #include "txl/model/transformer.h"
+#include "txl/run/checkpoint.h"
 #include "txl/train/batcher.h"
-#include "txl/train/checkpoint.h"
 #include "txl/train/schedule.h"
 
 namespace txl {

@@ -1,6 +1,6 @@
 // The one table of TrainState's fields: it covers the struct, every field survives the
 // checkpoint's meta JSON, and a resume restores the progress fields and nothing else.
-#include "txl/train/train_state.h"
+#include "txl/run/train_state.h"
 
 #include <gtest/gtest.h>
 

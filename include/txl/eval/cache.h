@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "txl/eval/evaluate.h"
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 
 namespace txl {
 

@@ -11,7 +11,7 @@
 #include "txl/config/config.h"
 #include "txl/data/vocab.h"
 #include "txl/model/transformer.h"
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 
 namespace txl {
 

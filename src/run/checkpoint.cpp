@@ -1,4 +1,4 @@
-#include "txl/train/checkpoint.h"
+#include "txl/run/checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>

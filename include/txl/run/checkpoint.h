@@ -32,8 +32,8 @@
 #include "txl/config/config_diff.h"
 #include "txl/model/memory.h"
 #include "txl/model/transformer.h"
-#include "txl/train/checkpoint_file.h"
-#include "txl/train/train_state.h"
+#include "txl/run/checkpoint_file.h"
+#include "txl/run/train_state.h"
 #include "txl/util/hash.h"
 
 namespace txl {

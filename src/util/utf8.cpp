@@ -1,4 +1,4 @@
-#include "txl/data/utf8.h"
+#include "txl/util/utf8.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "txl/train/checkpoint_file.h"
+#include "txl/run/checkpoint_file.h"
 
 #include <algorithm>
 #include <cerrno>

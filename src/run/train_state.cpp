@@ -1,4 +1,4 @@
-#include "txl/train/train_state.h"
+#include "txl/run/train_state.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "txl/train/run_dir.h"
+#include "txl/run/run_dir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
