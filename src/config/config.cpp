@@ -591,8 +591,6 @@ void validate(const Config& config) {
   require_at_least("train.log_interval", train.log_interval, 1);
   require_at_least("train.eval_interval", train.eval_interval, 0);
   require_at_least("train.eval_max_tokens", train.eval_max_tokens, 0);
-  // 1024 is far above any CPU this runs on; a larger number is a typo, not a machine.
-  constexpr int64_t kMaxThreads = 1024;
   if (train.threads < 0 || train.threads > kMaxThreads) {
     throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
                      std::to_string(kMaxThreads) + "] (0 = all cores)");
