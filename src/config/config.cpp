@@ -21,6 +21,7 @@
 #include "txl/data/utf8.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/json.h"
 
 namespace txl {
 
@@ -475,7 +476,7 @@ json read_json_file(const std::string& path) {
   std::fclose(file);
   if (failed) throw InputError("cannot read " + path + ": " + std::strerror(read_errno));
   try {
-    return json::parse(text);
+    return parse_json_strict(text, path);
   } catch (const json::parse_error& e) {
     // e.what() starts with "[json.exception.parse_error.101] "; the rest says line and column.
     std::string detail = e.what();
