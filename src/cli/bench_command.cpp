@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
@@ -25,8 +26,8 @@ struct BenchCommandOptions {
   std::string config_path;
   std::vector<std::string> overrides;
   std::string json_path;
-  std::string precision;  // empty: train.precision
-  int64_t threads = -1;   // -1: train.threads (0 = all cores)
+  std::string precision;           // empty: train.precision
+  std::optional<int64_t> threads;  // unset: train.threads (0 = all cores)
   int64_t steps = 20;
   int64_t warmup = 3;
   int64_t vocab = 10000;
@@ -45,7 +46,7 @@ Config resolve_config(const BenchCommandOptions& o) {
   // No corpus is read, so a config without data.dir is fine here.
   if (j.is_object() && (!j.contains("data") || !j["data"].contains("dir")))
     j["data"]["dir"] = kNoCorpus;
-  if (o.threads >= 0) j["train"]["threads"] = o.threads;
+  if (o.threads) j["train"]["threads"] = *o.threads;
   if (!o.precision.empty()) j["train"]["precision"] = o.precision;
   return config_from_json(j, o.config_path);
 }
@@ -59,7 +60,7 @@ void check_options(const BenchCommandOptions& o) {
   if (o.long_passes < 1)
     throw InputError("--long-passes must be >= 1, got " + std::to_string(o.long_passes));
   if (!o.precision.empty()) parse_precision(o.precision, "--precision");
-  if (o.threads < -1) throw InputError("--threads must be >= 0, got " + std::to_string(o.threads));
+  if (o.threads) check_threads(*o.threads, "--threads");
   check_output_path(o.json_path, "--json");
 }
 
@@ -184,7 +185,8 @@ void setup_bench(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--warmup", c->warmup, "Untimed training steps first")->capture_default_str();
   cmd->add_option("--json", c->json_path, "Write the results as JSON to this file");
-  cmd->add_option("--threads", c->threads, "Threads (0 = all cores; default train.threads)");
+  cmd->add_option("--threads", c->threads,
+                  "Threads, 0 to 1024 (0 = all cores; default train.threads)");
   cmd->add_option("--precision", c->precision, "fp32 or bf16 (default train.precision)");
   cmd->add_option("--vocab", c->vocab, "Vocabulary size of the random tokens")
       ->capture_default_str();

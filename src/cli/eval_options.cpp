@@ -11,17 +11,19 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--lengths", o.lengths,
                   "Comma-separated lengths (default: " + help.defaults_from + " eval.lengths)");
   cmd->add_option("--method", o.method, "nonoverlap | sliding | memory");
-  cmd->add_option("--stride", o.stride, "sliding: window advance (default L/2)");
-  cmd->add_option("--mem-len", o.mem_len, "memory: memory length (default: the evaluated length)");
+  cmd->add_option("--stride", o.stride, "sliding: window advance, 1 to L (default L/2)");
+  cmd->add_option("--mem-len", o.mem_len,
+                  "memory: memory length, >= 0 (0 = none; default: the evaluated length)");
   cmd->add_option("--streams", o.streams,
                   "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)");
   cmd->add_option("--clamp-len", o.clamp_len,
-                  "relative: cap distances (default: " + help.clamp_from + " model.clamp_len)");
+                  "relative: cap distances, >= 0 (0 = no cap; default: " + help.clamp_from +
+                      " model.clamp_len)");
   cmd->add_option("--max-tokens", o.max_tokens,
                   "Score at most this many tokens (0 = the whole split)");
   cmd->add_option("--checkpoint", o.checkpoint, "best or last");
   cmd->add_option("--precision", o.precision, "fp32 or bf16");
-  cmd->add_option("--threads", o.threads, "Threads (0 = all cores)");
+  cmd->add_option("--threads", o.threads, "Threads, 0 to 1024 (0 = all cores)");
   cmd->add_flag("--per-position", o.per_position,
                 "Also show mean NLL per position inside the window");
   cmd->add_flag("--no-cache", o.no_cache, help.cache);
@@ -32,9 +34,26 @@ CheckedEvalOptions check_eval_options(const EvalCliOptions& o) {
   CheckedEvalOptions c;
   c.settings.method = parse_eval_method(o.method);
   c.settings.precision = parse_precision(o.precision, "--precision");
-  c.settings.stride = o.stride;
-  c.settings.mem_len = o.mem_len;
-  c.settings.clamp_len = o.clamp_len;
+  // Given values must mean what they say; the defaults are asked for by leaving a flag out.
+  if (o.stride && *o.stride < 1) {
+    throw InputError("--stride " + std::to_string(*o.stride) +
+                     " is not valid; expected a window advance from 1 to the window length "
+                     "(leave --stride out for L/2)");
+  }
+  if (o.mem_len && *o.mem_len < 0) {
+    throw InputError("--mem-len " + std::to_string(*o.mem_len) +
+                     " is not valid; expected a memory length >= 0 (0 = no memory carried; "
+                     "leave --mem-len out for the evaluated length)");
+  }
+  if (o.clamp_len && *o.clamp_len < 0) {
+    throw InputError("--clamp-len " + std::to_string(*o.clamp_len) +
+                     " is not valid; expected >= 0 (0 = no cap; leave --clamp-len out for "
+                     "the run's model.clamp_len)");
+  }
+  check_threads(o.threads, "--threads");
+  c.settings.stride = o.stride.value_or(0);
+  c.settings.mem_len = o.mem_len.value_or(-1);
+  c.settings.clamp_len = o.clamp_len.value_or(-1);
   c.settings.streams = o.streams;
   c.settings.max_tokens = o.max_tokens;
   if (o.checkpoint != "best" && o.checkpoint != "last") {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "txl/cli/commands.h"
+#include "txl/cli/options.h"
 #include "txl/platform/gemm_rate.h"
 #include "txl/platform/runtime.h"
 
@@ -29,6 +30,7 @@ int print_start_up_environment() {
 }
 
 int run_info(const InfoOptions& o) {
+  check_threads(o.threads, "--threads");
   if (o.env) return print_start_up_environment();
   const int threads = set_threads(o.threads);
   const auto blas = inspect_blas();
@@ -64,7 +66,7 @@ void setup_info(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<InfoOptions>();
   auto* cmd =
       app.add_subcommand("info", "LibTorch, BLAS, threads, CPU features and measured GEMM rates");
-  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
+  cmd->add_option("--threads", o->threads, "Threads, 0 to 1024 (0 = all cores)");
   cmd->add_flag("--no-bench", o->no_bench, "Skip the GEMM measurements");
   cmd->add_flag("--env", o->env,
                 "Print only the environment txl sets at start-up on this CPU (NAME=value lines: "

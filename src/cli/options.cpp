@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "txl/config/config.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/parse.h"
@@ -24,6 +25,14 @@ void check_output_path(const std::string& path, const std::string& option) {
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty() && !is_directory(parent.string())) {
     throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");
+  }
+}
+
+void check_threads(int64_t threads, const std::string& option) {
+  if (threads < 0 || threads > kMaxThreads) {
+    throw InputError(option + " " + std::to_string(threads) +
+                     " is not valid; expected 0 (all cores) to " + std::to_string(kMaxThreads) +
+                     " threads");
   }
 }
 

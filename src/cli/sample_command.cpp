@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "txl/cli/commands.h"
+#include "txl/cli/options.h"
 #include "txl/data/tokenizer.h"
 #include "txl/model/sampling.h"
 #include "txl/platform/runtime.h"
@@ -30,7 +32,7 @@ struct SampleCommandOptions {
   double temperature = 1.0;
   int64_t top_k = 0;
   uint64_t seed = 1;
-  int64_t context = 0;
+  std::optional<int64_t> context;  // unset: the longest context seen in training
   int64_t threads = 0;
 };
 
@@ -93,8 +95,13 @@ int run_sample(const SampleCommandOptions& o) {
   if (o.top_k < 0)
     throw InputError("--top-k must be >= 0 (0 = the whole vocabulary), got " +
                      std::to_string(o.top_k));
-  if (o.context < 0)
-    throw InputError("--context must be >= 1 (0 = the default), got " + std::to_string(o.context));
+  // The default is asked for by leaving --context out, so no number silently stands for it.
+  if (o.context && *o.context < 1) {
+    throw InputError("--context " + std::to_string(*o.context) +
+                     " is not valid; expected >= 1 tokens (leave --context out for the longest "
+                     "context seen in training)");
+  }
+  check_threads(o.threads, "--threads");
   check_utf8(o.prompt, "--prompt");
   auto run = load_run(o.run_dir, o.checkpoint);
   auto prompt = encode_prompt(o.prompt, run.vocab);
@@ -110,9 +117,9 @@ int run_sample(const SampleCommandOptions& o) {
   options.chunk = t.tgt_len;
   // Default context: the most a query saw in training, so no unseen distance or position
   // comes up. Memory: tgt_len + mem_len - 1 earlier tokens. Absolute: windows of tgt_len.
-  options.context = o.context > 0 ? o.context
-                    : memory      ? std::max<int64_t>(1, t.tgt_len + t.mem_len - 1)
-                                  : t.tgt_len;
+  options.context = o.context ? *o.context
+                    : memory  ? std::max<int64_t>(1, t.tgt_len + t.mem_len - 1)
+                              : t.tgt_len;
   const bool empty_prompt = prompt.empty();
   if (empty_prompt) prompt.push_back(start_token(run.vocab));
   fmt::print(
@@ -147,7 +154,7 @@ void setup_sample(CLI::App& app, int& exit_code) {
                   "longest context "
                   "seen in training");
   cmd->add_option("--checkpoint", o->checkpoint, "best or last");
-  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)");
+  cmd->add_option("--threads", o->threads, "Threads, 0 to 1024 (0 = all cores)");
   cmd->callback([o, &exit_code] { exit_code = run_sample(*o); });
 }
 

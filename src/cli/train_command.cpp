@@ -123,6 +123,7 @@ Config resume_config(const TrainCommandOptions& o) {
 
 int run_train(const TrainCommandOptions& o) {
   Config config;
+  Corpus corpus;
   TrainOptions options;
   std::optional<RunLock> lock;
   const bool resume = !o.resume_dir.empty();
@@ -148,6 +149,7 @@ int run_train(const TrainCommandOptions& o) {
                        " steps); raise it with --set train.max_steps=N to train further");
     }
     check_corpus_dir(config.data);
+    corpus = load_training_data(config);
     remove_stale_temporaries(o.resume_dir);
     options.run_dir = o.resume_dir;
     options.resume = true;
@@ -161,6 +163,10 @@ int run_train(const TrainCommandOptions& o) {
     options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
     // Lock before --force clears anything, so a run in progress there is never touched.
     if (is_directory(options.run_dir)) lock.emplace(options.run_dir);
+    // Every check that can fail on the input comes before the run directory is made or
+    // cleared: a refused run leaves the disk as it was.
+    check_run_dir(options.run_dir, o.force);
+    corpus = load_training_data(config);
     created_dir = !is_directory(options.run_dir);
     prepare_run_dir(options.run_dir, o.force);
     if (!lock) lock.emplace(options.run_dir);
@@ -173,13 +179,16 @@ int run_train(const TrainCommandOptions& o) {
   {
     SignalScope signals;
     try {
-      summary = train_model(config, options);
-    } catch (const InputError&) {
-      // Bad input found only once the data is loaded (e.g. too few tokens for the batch):
-      // a new run that never reached a checkpoint leaves nothing behind.
-      if (!resume && created_dir && !is_regular_file(RunPaths{options.run_dir}.last_checkpoint())) {
+      summary = train_model(config, options, std::move(corpus));
+    } catch (...) {
+      // A new run that fails before its first checkpoint (out of memory, a full disk) has
+      // nothing to resume; what it wrote (config.json, vocab.json, metrics.jsonl) would only
+      // make the next `txl train` into the same directory refuse it.
+      if (!resume && !is_regular_file(RunPaths{options.run_dir}.last_checkpoint())) {
         lock.reset();
-        remove_run(options.run_dir);
+        remove_run(options.run_dir, /*keep_dir=*/!created_dir);
+        fmt::print(stderr, "removed what this run wrote to {} (it had no checkpoint yet)\n",
+                   options.run_dir);
       }
       throw;
     }

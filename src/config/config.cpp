@@ -20,6 +20,7 @@
 
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/json.h"
 #include "txl/util/utf8.h"
 
 namespace txl {
@@ -475,7 +476,7 @@ json read_json_file(const std::string& path) {
   std::fclose(file);
   if (failed) throw InputError("cannot read " + path + ": " + std::strerror(read_errno));
   try {
-    return json::parse(text);
+    return parse_json_strict(text, path);
   } catch (const json::parse_error& e) {
     // e.what() starts with "[json.exception.parse_error.101] "; the rest says line and column.
     std::string detail = e.what();
@@ -591,8 +592,6 @@ void validate(const Config& config) {
   require_at_least("train.log_interval", train.log_interval, 1);
   require_at_least("train.eval_interval", train.eval_interval, 0);
   require_at_least("train.eval_max_tokens", train.eval_max_tokens, 0);
-  // 1024 is far above any CPU this runs on; a larger number is a typo, not a machine.
-  constexpr int64_t kMaxThreads = 1024;
   if (train.threads < 0 || train.threads > kMaxThreads) {
     throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
                      std::to_string(kMaxThreads) + "] (0 = all cores)");

@@ -9,6 +9,7 @@
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
+#include "txl/util/json.h"
 #include "txl/util/utf8.h"
 
 namespace txl {
@@ -168,7 +169,7 @@ Vocab Vocab::load(const std::string& path) {
   if (in.bad()) throw InputError(path + ": cannot read the vocabulary file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(buf.str());
+    j = parse_json_strict(buf.str(), path);
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InputError(path + ": invalid JSON: " + e.what());
   }

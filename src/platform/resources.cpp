@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
 
 namespace txl {
 
@@ -28,6 +29,33 @@ double current_rss_mb() {
   if (!(statm >> total_pages >> resident_pages)) return 0.0;
   return static_cast<double>(resident_pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
          (1024.0 * 1024.0);
+}
+
+double available_memory_bytes() {
+  double available = 0.0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string name, unit;
+  double kib = 0.0;
+  while (meminfo >> name >> kib) {
+    std::getline(meminfo, unit);
+    if (name == "MemAvailable:") {
+      available = kib * 1024.0;
+      break;
+    }
+  }
+  // A container's limit is invisible in /proc/meminfo, which shows the host; exceeding it
+  // gets the process killed rather than an allocation error. "max" means no limit.
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::string limit;
+  if (cgroup >> limit && limit != "max") {
+    try {
+      const double bytes = std::stod(limit);
+      if (bytes > 0 && (available == 0.0 || bytes < available)) available = bytes;
+    } catch (const std::exception&) {
+      // Unreadable: fall back to MemAvailable.
+    }
+  }
+  return available;
 }
 
 }  // namespace txl

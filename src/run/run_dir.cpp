@@ -57,34 +57,36 @@ std::string default_run_dir(const std::string& config_path) {
   return "runs/" + fs::path(config_path).stem().string() + "-" + stamp;
 }
 
-void prepare_run_dir(const std::string& dir, bool force) {
+void check_run_dir(const std::string& dir, bool force) {
   std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec))
-      throw InputError("--run-dir " + dir + " exists and is not a directory");
-    if (!fs::is_empty(dir, ec)) {
-      if (!force) {
-        const bool resumable = is_regular_file(RunPaths{dir}.last_checkpoint());
-        throw InputError("--run-dir " + dir +
-                         (resumable
-                              ? " already holds a run; use --resume " + dir +
-                                    " to continue it, --force to overwrite it, or another --run-dir"
-                              : " is not empty (it holds no checkpoint to resume); use --force to "
-                                "overwrite it, or another --run-dir"));
-      }
-      remove_files(dir, /*run_files=*/true);
-    }
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec))
+    throw InputError("--run-dir " + dir + " exists and is not a directory");
+  if (!force && !fs::is_empty(dir, ec)) {
+    const bool resumable = is_regular_file(RunPaths{dir}.last_checkpoint());
+    throw InputError("--run-dir " + dir +
+                     (resumable
+                          ? " already holds a run; use --resume " + dir +
+                                " to continue it, --force to overwrite it, or another --run-dir"
+                          : " is not empty (it holds no checkpoint to resume); use --force to "
+                            "overwrite it, or another --run-dir"));
   }
+}
+
+void prepare_run_dir(const std::string& dir, bool force) {
+  check_run_dir(dir, force);
+  std::error_code ec;
+  if (force && fs::is_directory(dir, ec)) remove_files(dir, /*run_files=*/true);
   fs::create_directories(dir, ec);
   if (ec) throw InputError("cannot create run directory " + dir + ": " + ec.message());
 }
 
 void remove_stale_temporaries(const std::string& dir) { remove_files(dir, /*run_files=*/false); }
 
-void remove_run(const std::string& dir) {
+void remove_run(const std::string& dir, bool keep_dir) {
   remove_files(dir, /*run_files=*/true);
   std::error_code ec;
-  if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+  if (!keep_dir && fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
 }
 
 RunLock::RunLock(const std::string& dir) {

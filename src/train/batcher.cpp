@@ -4,14 +4,29 @@
 
 namespace txl {
 
-StreamBatcher::StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size, int64_t tgt_len)
-    : tgt_len_(tgt_len) {
-  const int64_t per_stream = static_cast<int64_t>(ids.size()) / batch_size;
+void check_training_streams(int64_t train_tokens, int64_t batch_size, int64_t tgt_len) {
+  const int64_t per_stream = train_tokens / batch_size;
   if (per_stream < 2) {
-    throw InputError("the training split has " + std::to_string(ids.size()) +
+    throw InputError("the training split has " + std::to_string(train_tokens) +
                      " tokens, too few for train.batch_size = " + std::to_string(batch_size) +
                      " streams (need at least 2 tokens per stream)");
   }
+  if (tgt_len > per_stream - 1) {
+    throw InputError("train.tgt_len (" + std::to_string(tgt_len) +
+                     ") is longer than a training stream: the training split's " +
+                     std::to_string(train_tokens) + " tokens / train.batch_size " +
+                     std::to_string(batch_size) + " = " + std::to_string(per_stream) +
+                     " tokens per stream, so train.tgt_len can be at most " +
+                     std::to_string(per_stream - 1) +
+                     " (the last target is the token after the segment); lower train.tgt_len "
+                     "or train.batch_size");
+  }
+}
+
+StreamBatcher::StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size, int64_t tgt_len)
+    : tgt_len_(tgt_len) {
+  check_training_streams(static_cast<int64_t>(ids.size()), batch_size, tgt_len);
+  const int64_t per_stream = static_cast<int64_t>(ids.size()) / batch_size;
   auto all =
       torch::from_blob(const_cast<int32_t*>(ids.data()), {per_stream * batch_size}, torch::kInt32);
   streams_ = all.to(torch::kInt64).view({batch_size, per_stream}).contiguous();  // [B, T]

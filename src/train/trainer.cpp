@@ -13,10 +13,12 @@
 #include "txl/data/corpus.h"
 #include "txl/eval/evaluate.h"
 #include "txl/model/transformer.h"
+#include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/batcher.h"
+#include "txl/train/memory_estimate.h"
 #include "txl/train/schedule.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -171,7 +173,20 @@ const std::vector<std::string>& resumable_keys() {
   return keys;
 }
 
-TrainSummary train_model(const Config& config, const TrainOptions& options) {
+Corpus load_training_data(const Config& config) {
+  auto t_load = Clock::now();
+  Corpus corpus = load_corpus(config.data);
+  fmt::print(stderr, "data: {} | vocab {} | train {} / valid {} / test {} tokens | {:.1f} s\n",
+             config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
+             corpus.test.size(), seconds_since(t_load));
+  const auto& tc = config.train;
+  check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size, tc.tgt_len);
+  check_training_memory(estimate_training_memory(config, corpus.vocab.size(), tc.tgt_len),
+                        available_memory_bytes());
+  return corpus;
+}
+
+TrainSummary train_model(const Config& config, const TrainOptions& options, Corpus corpus) {
   const auto& tc = config.train;
   RunPaths paths{options.run_dir};
   const int threads = set_threads(tc.threads);
@@ -179,12 +194,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options) {
   const std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
   const std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
 
-  // Data: vocabulary from the training split only, saved with the run.
-  auto t_load = Clock::now();
-  Corpus corpus = load_corpus(config.data);
-  fmt::print(stderr, "data: {} | vocab {} | train {} / valid {} / test {} tokens | {:.1f} s\n",
-             config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
-             corpus.test.size(), seconds_since(t_load));
+  // The vocabulary (from the training split only) is saved with the run.
   if (options.resume) {
     const Vocab saved = Vocab::load(paths.vocab());
     if (!(saved == corpus.vocab)) {

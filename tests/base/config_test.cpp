@@ -620,5 +620,38 @@ TEST_F(ConfigReadFile, RoundTripThroughFile) {
   expect_same_config(config_from_json(read_json_file(path), path), c);
 }
 
+// nlohmann::json keeps the last of two equal keys; a config that says two things must be
+// refused like one with an unknown key, naming the key path and the file.
+TEST_F(ConfigReadFile, DuplicateKeyIsAnErrorNamingItsPathAndTheFile) {
+  struct Case {
+    std::string name, text, path;
+  };
+  const std::vector<Case> cases = {
+      {"section", R"({"data": {"dir": "a"}, "model": {}, "data": {"dir": "b"}})", "\"data\""},
+      {"key", R"({"data": {"dir": "a"}, "model": {"n_layer": 2, "d_model": 16, "n_layer": 3}})",
+       "\"model.n_layer\""},
+      {"nested", R"({"eval": {"lengths": [8]}, "x": [{"a": 1}, {"b": {"c": 1, "c": 2}}]})",
+       "\"x[1].b.c\""},
+      {"after_array", R"({"eval": {"lengths": [8, 16], "split": "valid", "split": "test"}})",
+       "\"eval.split\""},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write(c.name + ".json", c.text);
+    const std::string message = input_error_of([&] { read_json_file(path); });
+    expect_contains(message, path);
+    expect_contains(message, "duplicate key " + c.path);
+  }
+}
+
+TEST_F(ConfigReadFile, EqualKeysInDifferentObjectsAreNotDuplicates) {
+  const std::string path =
+      write("same_names.json",
+            R"({"data": {"dir": "x"}, "model": {"n_layer": 2}, "eval": {"lengths": [8]},
+                "other": [{"dir": 1}, {"dir": 2}, [{"dir": 3}]]})");
+  const json j = read_json_file(path);
+  EXPECT_EQ(j.at("model").at("n_layer"), 2);
+  EXPECT_EQ(j.at("other").at(2).at(0).at("dir"), 3);
+}
+
 }  // namespace
 }  // namespace txl

@@ -343,5 +343,15 @@ TEST_F(VocabFile, LoadNamesThePathOnEveryProblem) {
   EXPECT_TRUE(contains(input_error([&] { Vocab::load(huge); }), huge + ": invalid JSON"));
 }
 
+TEST_F(VocabFile, LoadRefusesADuplicateKeyNamingIt) {
+  const Vocab words = build_vocab("a b\nb\n", word_config(), "t");
+  std::string text = words.to_json().dump();
+  // A second "tokenizer" after the first: nlohmann::json alone would keep the last silently.
+  text.insert(text.size() - 1, R"(,"tokenizer":"char")");
+  const std::string path = write("duplicate.json", text);
+  const std::string message = input_error([&] { Vocab::load(path); });
+  EXPECT_TRUE(contains(message, path + ": duplicate key \"tokenizer\"")) << message;
+}
+
 }  // namespace
 }  // namespace txl

@@ -100,7 +100,7 @@ std::vector<BadInput> bad_inputs() {
       data("split_is_directory",
            [](D d) { fs::remove(d + "/train.txt"); fs::create_directories(d + "/train.txt"); },
            "train.txt: is a directory"),
-      // Found only once the data is loaded: the half-made run directory is removed again.
+      // Found once the data is loaded, still before the run directory is made.
       cfg("too_few_tokens_for_batch", {{"train", {{"batch_size", 1000}}}},
           "too few for train.batch_size = 1000"),
   };

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,11 @@ struct EvalCliOptions {
   std::string checkpoint = "best";
   std::string precision = "fp32";
   std::string json_path;
-  int64_t stride = 0;
-  int64_t mem_len = -1;
-  int64_t clamp_len = -1;
+  // Unset: the default (L/2, the evaluated length, the run's model.clamp_len). Optional so
+  // that no number given on the command line can stand for "the default" by accident.
+  std::optional<int64_t> stride;
+  std::optional<int64_t> mem_len;
+  std::optional<int64_t> clamp_len;
   int64_t streams = 16;
   int64_t max_tokens = 0;
   int64_t threads = 0;

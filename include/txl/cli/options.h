@@ -15,4 +15,8 @@ std::vector<int64_t> parse_lengths(const std::string& text, const std::string& o
 // InputError naming the option otherwise.
 void check_output_path(const std::string& path, const std::string& option);
 
+// A --threads value: 0 (all cores) up to kMaxThreads, the range train.threads takes; a
+// negative count means nothing, so it is an InputError naming the option, not a default.
+void check_threads(int64_t threads, const std::string& option);
+
 }  // namespace txl

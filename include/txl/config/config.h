@@ -14,6 +14,10 @@
 
 namespace txl {
 
+// The most threads train.threads and every --threads accept: far above any CPU this runs on,
+// so a larger number is a typo, not a machine. 0 means all cores.
+inline constexpr int64_t kMaxThreads = 1024;
+
 enum class TokenizerKind { kChar, kWord };
 enum class PosEncoding { kRelative, kAbsolute, kRelativeLearned };
 enum class Precision { kFp32, kBf16 };

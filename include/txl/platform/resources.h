@@ -1,4 +1,5 @@
-// Process resource measurements used by `txl bench`: resident memory now and at its peak.
+// Process resource measurements used by `txl bench` (resident memory now and at its peak)
+// and by `txl train` (the memory the machine can give before it starts).
 #pragma once
 
 namespace txl {
@@ -13,5 +14,9 @@ double process_cpu_seconds();
 
 // Resident set size now, in MiB (/proc/self/statm); 0 when unavailable.
 double current_rss_mb();
+
+// Bytes this process can expect to allocate: /proc/meminfo MemAvailable, or the cgroup v2
+// limit (/sys/fs/cgroup/memory.max) when that is lower; 0 when neither can be read.
+double available_memory_bytes();
 
 }  // namespace txl

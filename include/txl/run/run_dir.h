@@ -30,18 +30,23 @@ const std::vector<std::string>& run_file_names();
 // runs/<config file stem>-<YYYYmmdd-HHMMSS>
 std::string default_run_dir(const std::string& config_path);
 
-// Refuses (InputError) an existing non-empty directory unless `force`; creates parents.
-// With `force`, the files of an earlier run (run_file_names() and their temporaries) are
-// removed so nothing of it can mix with the new run; other files are left alone.
+// Refuses (InputError) a path that is not a directory, and an existing non-empty directory
+// unless `force`; changes nothing, so it can run before the other checks of a new run.
+void check_run_dir(const std::string& dir, bool force);
+
+// check_run_dir, then creates the directory and its parents. With `force`, the files of an
+// earlier run (run_file_names() and their temporaries) are removed so nothing of it can mix
+// with the new run; other files are left alone.
 void prepare_run_dir(const std::string& dir, bool force);
 
 // Removes temporaries that write_file_atomic leaves when a process dies mid-write
 // (e.g. "checkpoint.pt.tmp.1234"). Only call while holding the run's RunLock.
 void remove_stale_temporaries(const std::string& dir);
 
-// Removes the run files and, when it is then empty, the directory: undoes a run that failed
-// before it wrote its first checkpoint.
-void remove_run(const std::string& dir);
+// Removes the run files and, when it is then empty and not `keep_dir`, the directory: undoes
+// a run that failed before it wrote its first checkpoint (keep_dir: the directory was there
+// before the run).
+void remove_run(const std::string& dir, bool keep_dir = false);
 
 // An exclusive advisory lock (flock) on the run directory, held while a process trains in it,
 // so a second `txl train` (or `--resume`) on the same directory is refused instead of both

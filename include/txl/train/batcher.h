@@ -16,9 +16,16 @@ struct Segment {
   bool starts_epoch;      // true on the first segment of a pass: memory must be reset
 };
 
+// The training split must give every stream at least 2 tokens and a whole segment:
+// train.tgt_len inputs plus the token after them, so tgt_len <= train_tokens / batch_size - 1.
+// InputError naming the key, its value and the largest allowed otherwise. Checked before a
+// run directory is made; a segment longer than a stream would only be cut short (and make
+// attention over the whole stream at once).
+void check_training_streams(int64_t train_tokens, int64_t batch_size, int64_t tgt_len);
+
 class StreamBatcher {
  public:
-  // ids: the whole split; needs at least batch_size * 2 tokens.
+  // ids: the whole split, as check_training_streams requires.
   StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size, int64_t tgt_len);
 
   Segment next();  // wraps around to the start after the last full segment

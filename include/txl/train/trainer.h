@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "txl/config/config.h"
+#include "txl/data/corpus.h"
 
 namespace txl {
 
@@ -54,9 +55,17 @@ struct TrainSummary {
   int stop_signal = 0;  // the signal that interrupted it (SIGINT for the test hook)
 };
 
-// Runs training for a validated config; the run directory must already be prepared.
-// On resume, a checkpoint whose config (other than resumable_keys()), vocabulary or training
-// split differs from this run's throws InputError naming the file and the difference.
-TrainSummary train_model(const Config& config, const TrainOptions& options);
+// The corpus a run trains on (vocabulary from the training split only), after every check
+// that needs the data but no run directory: the training streams hold a whole segment
+// (check_training_streams) and the estimated memory fits the machine
+// (estimate_training_memory). InputError otherwise; call it before making the run directory,
+// so that bad input leaves nothing behind.
+Corpus load_training_data(const Config& config);
+
+// Runs training for a validated config on `corpus` (from load_training_data); the run
+// directory must already be prepared. On resume, a checkpoint whose config (other than
+// resumable_keys()), vocabulary or training split differs from this run's throws InputError
+// naming the file and the difference.
+TrainSummary train_model(const Config& config, const TrainOptions& options, Corpus corpus);
 
 }  // namespace txl

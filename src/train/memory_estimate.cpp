@@ -1,0 +1,93 @@
+#include "txl/train/memory_estimate.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+constexpr double kFp32Bytes = 4.0;
+constexpr double kBf16Bytes = 2.0;
+
+// One block: attention (qkv and output projections, LayerNorm, the encoding's own weights)
+// and the feed-forward (two biased linears, LayerNorm); mirrors block.cpp and
+// position_score.cpp.
+double block_parameters(const ModelConfig& c) {
+  const double C = static_cast<double>(c.d_model), H = static_cast<double>(c.n_head),
+               D = static_cast<double>(c.d_head), F = static_cast<double>(c.d_inner);
+  const double hd = H * D;
+  double attention = C * 3 * hd + hd * C + 2 * C;
+  switch (c.pos_encoding) {
+    case PosEncoding::kAbsolute:
+      break;
+    case PosEncoding::kRelative:
+      attention += 2 * hd + C * hd;  // biases u, v and W_r
+      break;
+    case PosEncoding::kRelativeLearned:
+      // u, v, the distance table and one D x D projection per head.
+      attention += 2 * hd + (2 * static_cast<double>(c.max_rel_dist) - 1) * D + H * D * D;
+      break;
+  }
+  const double feed_forward = C * F + F + F * C + C + 2 * C;
+  return attention + feed_forward;
+}
+
+}  // namespace
+
+double MemoryEstimate::total_bytes() const {
+  return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes;
+}
+
+double parameter_count(const ModelConfig& c, int64_t vocab_size) {
+  const double C = static_cast<double>(c.d_model), V = static_cast<double>(vocab_size);
+  double n = V * C;  // embedding
+  n += static_cast<double>(c.n_layer) * block_parameters(c);
+  if (c.pre_norm) n += 2 * C;      // final LayerNorm
+  if (!c.tie_weights) n += C * V;  // separate output matrix
+  return n + V;                    // output bias
+}
+
+MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size,
+                                        int64_t segment_len) {
+  const ModelConfig& m = config.model;
+  const TrainConfig& t = config.train;
+  MemoryEstimate e;
+  e.parameters = parameter_count(m, vocab_size);
+  // Weights, gradients and AdamW's exp_avg and exp_avg_sq stay fp32 under bf16 autocast too.
+  e.weight_bytes = e.parameters * kFp32Bytes;
+  e.gradient_bytes = e.parameters * kFp32Bytes;
+  e.optimizer_bytes = 2 * e.parameters * kFp32Bytes;
+
+  // Activations: only tensors backward certainly keeps, so the estimate stays below the real
+  // peak (temporaries, allocator slack and the validation pass come on top) and refuses only
+  // what cannot fit. Per layer: the attention probabilities [B, H, Q, K], queries [B, H, Q, D],
+  // keys and values [B, H, K, D], the feed-forward's inner activation [B, Q, F] and three
+  // [B, Q, C] tensors (block input, attention output, feed-forward input); then the
+  // memory carried to the next segment [B, M, C] per layer and the fp32 logits [B, Q, V].
+  const double B = static_cast<double>(t.batch_size), Q = static_cast<double>(segment_len);
+  const double M = m.pos_encoding == PosEncoding::kAbsolute ? 0.0 : static_cast<double>(t.mem_len);
+  const double K = Q + M;
+  const double C = static_cast<double>(m.d_model), H = static_cast<double>(m.n_head),
+               D = static_cast<double>(m.d_head), F = static_cast<double>(m.d_inner);
+  const double per_layer = B * (H * Q * K + H * (Q + 2 * K) * D + Q * F + 3 * Q * C + M * C);
+  const double element_bytes = t.precision == Precision::kBf16 ? kBf16Bytes : kFp32Bytes;
+  e.activation_bytes = static_cast<double>(m.n_layer) * per_layer * element_bytes +
+                       B * Q * static_cast<double>(vocab_size) * kFp32Bytes;
+  return e;
+}
+
+void check_training_memory(const MemoryEstimate& e, double available_bytes) {
+  if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
+  constexpr double kGB = 1e9;
+  throw InputError(fmt::format(
+      "this configuration needs at least {:.1f} GB to train ({:.3g} parameters: {:.1f} GB of "
+      "weights, {:.1f} GB of gradients, {:.1f} GB of AdamW state, {:.1f} GB of activations) but "
+      "only {:.1f} GB of memory is available; make the model smaller (model.n_layer, "
+      "model.d_model, model.d_inner) or reduce train.batch_size, train.tgt_len or train.mem_len",
+      e.total_bytes() / kGB, e.parameters, e.weight_bytes / kGB, e.gradient_bytes / kGB,
+      e.optimizer_bytes / kGB, e.activation_bytes / kGB, available_bytes / kGB));
+}
+
+}  // namespace txl
