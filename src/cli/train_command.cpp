@@ -19,6 +19,7 @@
 #include "txl/train/trainer.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -71,12 +72,6 @@ std::string key_of(const std::string& assignment) {
   return first == std::string::npos ? "" : key.substr(first, last - first + 1);
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
-}
-
 bool is_resumable(const std::string& key) {
   const auto& keys = resumable_keys();
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -100,8 +95,8 @@ Config resume_config(const TrainCommandOptions& o) {
     const auto diffs = config_differences(saved, resolved, resumable_keys());
     if (!diffs.empty()) {
       throw InputError("--config " + o.config_path + " differs from the run's " + paths.config() +
-                       " in keys that cannot change on resume (run vs --config: " + joined(diffs) +
-                       "); only " + joined(resumable_keys()) + " may change");
+                       " in keys that cannot change on resume (run vs --config: " + join(diffs) +
+                       "); only " + join(resumable_keys()) + " may change");
     }
     j = resolved;
   } else {
@@ -109,7 +104,7 @@ Config resume_config(const TrainCommandOptions& o) {
       const std::string key = key_of(assignment);
       if (!is_resumable(key)) {
         throw InputError("--set " + assignment + ": " + key + " cannot change on --resume; only " +
-                         joined(resumable_keys()) + " may change (start a new run for others)");
+                         join(resumable_keys()) + " may change (start a new run for others)");
       }
       apply_override(j, assignment);
     }

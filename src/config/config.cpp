@@ -21,6 +21,7 @@
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/json.h"
+#include "txl/util/text.h"
 #include "txl/util/utf8.h"
 
 namespace txl {
@@ -52,15 +53,6 @@ const EnumNames<Precision>& names_of(Precision) {
   static const EnumNames<Precision> names = {{Precision::kFp32, "fp32"},
                                              {Precision::kBf16, "bf16"}};
   return names;
-}
-
-std::string join(const std::vector<std::string>& items, const char* separator = ", ") {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += separator;
-    out += items[i];
-  }
-  return out;
 }
 
 template <typename E>

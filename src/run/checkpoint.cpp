@@ -10,6 +10,7 @@
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -91,12 +92,6 @@ nlohmann::json parse_meta(const std::string& text, const std::string& path) {
   }
 }
 
-std::string join_lines(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? "; " : "") + items[i];
-  return out;
-}
-
 // The checkpoint must have been written by a model of exactly this shape: a differing key
 // would otherwise surface as an opaque tensor-size error from deep inside LibTorch, or, for
 // keys that change no shape (dropout, pos_encoding between two relative variants), not at all.
@@ -111,7 +106,7 @@ void check_model_matches(const nlohmann::json& meta, const TransformerLM& model,
     throw InputError(path +
                      ": the checkpoint was written by a different model (checkpoint vs "
                      "this run: " +
-                     join_lines(diffs) + ")");
+                     join(diffs, "; ") + ")");
   }
   const auto found = meta.find("vocab_size");
   const int64_t vocab_size =

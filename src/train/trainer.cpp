@@ -23,6 +23,7 @@
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/parse.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -124,12 +125,6 @@ EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& vali
   r.max_tokens = c.train.eval_max_tokens;
   r.precision = c.train.precision;
   return evaluate(model, valid, r);
-}
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
 }
 
 // The checkpoint must continue this very run: same configuration (up to the resumable

@@ -1,8 +1,8 @@
 // The configuration tree: one JSON file with sections data, model, train, eval.
 //
-// Every key has a default (documented next to it and printed by `txl config --defaults`)
-// except data.dir. Parsing rejects unknown keys and wrong types; validation names the key
-// path, the value and what is allowed, e.g.
+// Every key but data.dir has a default (documented next to it and in the README's table; a
+// run's config.json holds every key, resolved). Parsing rejects unknown keys and wrong
+// types; validation names the key path, the value and what is allowed, e.g.
 //   model.d_model (500) must equal model.n_head * model.d_head (4 * 64 = 256)
 // All such errors are txl::InputError (exit code 2).
 #pragma once

@@ -48,7 +48,7 @@ class TransformerLMImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerLM);
 
-// Number of parameters (all, and those in matrix multiplies excluding the embedding lookup).
+// Number of scalars in module.parameters(): one count, embedding and output layer included.
 int64_t count_parameters(const torch::nn::Module& module);
 
 }  // namespace txl

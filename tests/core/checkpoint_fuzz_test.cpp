@@ -2,7 +2,7 @@
 // with an InputError naming the file (the lengths and checksums catch it before LibTorch
 // reads anything), and a payload that is damaged but carries a recomputed checksum (a forged
 // file) must still give either a model or an InputError, never a crash.
-// TXL_FUZZ_SEED / TXL_FUZZ_SCALE as in tests/base/fuzz_test.cpp.
+// TXL_FUZZ_SEED / TXL_FUZZ_SCALE as in tests/base/input_fuzz_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -1,0 +1,12 @@
+// Small text helpers shared by messages across the tree.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace txl {
+
+// "a, b, c" (or with another separator); "" for no items.
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+
+}  // namespace txl
