@@ -89,6 +89,16 @@ Bf16Support bf16_support(const CpuFlags& c) {
 
 bool bit(unsigned value, int index) { return ((value >> index) & 1u) != 0; }
 
+// Whether the OS saves the AMX tile state (XCR0 bits 17 and 18, XTILECFG and XTILEDATA):
+// without it the instructions fault even where cpuid lists them (Intel SDM vol. 1, 13.3).
+bool os_enables_amx() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || !bit(ecx, 27)) return false;  // OSXSAVE
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  return bit(xcr0_low, 17) && bit(xcr0_low, 18);
+}
+
 CpuFlags cpuid_flags() {
   __builtin_cpu_init();
   CpuFlags f;
@@ -104,7 +114,9 @@ CpuFlags cpuid_flags() {
   f.avx512_bf16 = f.avx512f && __builtin_cpu_supports("avx512bf16");
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   // Leaf 7, sub-leaf 0, EDX bit 22: AMX-BF16 (Intel SDM vol. 2, CPUID).
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) f.amx_bf16 = bit(edx, 22);
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) {
+    f.amx_bf16 = bit(edx, 22) && os_enables_amx();
+  }
   return f;
 }
 
