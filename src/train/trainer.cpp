@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include "txl/data/corpus.h"
 #include "txl/eval/evaluate.h"
@@ -181,15 +182,71 @@ Corpus load_training_data(const Config& config) {
   return corpus;
 }
 
-TrainSummary train_model(const Config& config, const TrainOptions& options, Corpus corpus) {
-  const auto& tc = config.train;
-  RunPaths paths{options.run_dir};
-  const int threads = set_threads(tc.threads);
-  torch::manual_seed(static_cast<uint64_t>(tc.seed));
-  const std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
-  const std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
+namespace {
 
-  // The vocabulary (from the training split only) is saved with the run.
+// Everything the training loop reads and mutates, owned in one place: each phase below takes
+// it by reference, so what a phase touches is visible in its signature rather than hidden in
+// a lambda's captures.
+struct TrainRun {
+  TrainRun(const Config& c, const TrainOptions& o, const Corpus& data)
+      : config(c),
+        options(o),
+        corpus(data),
+        paths{o.run_dir},
+        model(c.model, data.vocab.size()),
+        optimizer(model->parameters(),
+                  torch::optim::AdamWOptions(c.train.lr).weight_decay(c.train.weight_decay)),
+        batcher(data.train, c.train.batch_size, c.train.tgt_len),
+        generator(at::detail::getDefaultCPUGenerator()),
+        tokens_per_step(c.train.batch_size * c.train.tgt_len) {}
+
+  const Config& config;
+  const TrainOptions& options;
+  const Corpus& corpus;
+  RunPaths paths;
+  TransformerLM model;
+  torch::optim::AdamW optimizer;
+  StreamBatcher batcher;
+  TrainState state;
+  Memory memory;                      // [B, M, C] per layer, carried across segments
+  std::optional<MetricsLog> metrics;  // opened only after a resume has truncated the file
+  at::Generator generator;            // the CPU generator that dropout draws from
+  std::vector<int64_t> inject_nan;    // testing hooks, see trainer.h
+  std::vector<int64_t> inject_stop;
+  int64_t tokens_per_step;  // B * Q
+  int64_t first_step = 0;   // state.step when this process started (> 0 on resume)
+  int64_t consecutive_skips = 0;
+  Clock::time_point interval_start;  // start of the current log interval
+  Clock::time_point run_start;       // start of this process's steps (for eta and tok/s)
+  TrainSummary summary;
+};
+
+// What one forward/backward pass produced; the update is applied (or not) afterwards.
+struct StepOutcome {
+  int64_t step = 0;  // 1-based number of this step
+  double lr = 0.0;
+  double loss = 0.0;  // mean nll over the segment, nats/token
+  double grad_norm = 0.0;
+  bool finite = false;
+  int64_t tokens = 0;  // B * Q of the segment
+};
+
+// The state before a step, restored (and checkpointed) if the step turns out non-finite.
+// Memory is replaced, never modified in place, so a copy of the handles is a snapshot.
+struct StepSnapshot {
+  int64_t position = 0;
+  Memory memory;
+  torch::Tensor rng;
+};
+
+bool contains(const std::vector<int64_t>& steps, int64_t step) {
+  return std::find(steps.begin(), steps.end(), step) != steps.end();
+}
+
+// The vocabulary (from the training split only) is saved with the run; a resume must find
+// the same one.
+void save_or_check_vocab(const Config& config, const TrainOptions& options, const Corpus& corpus) {
+  const RunPaths paths{options.run_dir};
   if (options.resume) {
     const Vocab saved = Vocab::load(paths.vocab());
     if (!(saved == corpus.vocab)) {
@@ -200,235 +257,302 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
     corpus.vocab.save(paths.vocab());
     write_file_atomic(paths.config(), config_to_json(config).dump(2) + "\n");
   }
+}
 
-  TransformerLM model(config.model, corpus.vocab.size());
-  torch::optim::AdamW optimizer(model->parameters(),
-                                torch::optim::AdamWOptions(tc.lr).weight_decay(tc.weight_decay));
-  StreamBatcher batcher(corpus.train, tc.batch_size, tc.tgt_len);
-  TrainState state;
-  state.config = config_to_json(config);
-  state.vocab_checksum = corpus.vocab.checksum();
-  state.train_tokens = static_cast<int64_t>(corpus.train.size());
-  state.train_checksum = xxh64(corpus.train.data(), corpus.train.size() * sizeof(int32_t));
-  Memory memory;
-  if (options.resume) {
-    auto loaded = load_checkpoint(paths.last_checkpoint(), model, &optimizer);
-    check_resume_matches(loaded.state, state, paths);
-    const TrainState& s = loaded.state;
-    restore_progress(state, s);
-    if (s.stream_position >= batcher.stream_len() - 1) {
-      throw InputError(paths.last_checkpoint() + ": stream position " +
-                       std::to_string(s.stream_position) + " lies outside the training streams (" +
-                       std::to_string(batcher.stream_len()) + " tokens each)");
-    }
-    batcher.set_position(s.stream_position);
-    memory = std::move(loaded.memory);
-    bool memory_fits =
-        memory.empty() || static_cast<int64_t>(memory.layers.size()) == config.model.n_layer;
-    for (const auto& layer : memory.layers) {
-      memory_fits = memory_fits && layer.dim() == 3 && layer.size(0) == tc.batch_size &&
-                    layer.size(2) == config.model.d_model;  // [B, M, C]
-    }
-    if (!memory_fits) {
-      throw InputError(paths.last_checkpoint() + ": the saved memory does not fit " +
-                       std::to_string(config.model.n_layer) + " layers x " +
-                       std::to_string(tc.batch_size) + " streams x d_model " +
-                       std::to_string(config.model.d_model));
-    }
-    truncate_metrics(paths.metrics(), state.step);
-    // Only now that the checkpoint fits: config.json takes the new values of the resumable
-    // keys (train.max_steps), which a later --resume must see.
-    write_file_atomic(paths.config(), config_to_json(config).dump(2) + "\n");
-    fmt::print(stderr, "resumed at step {} ({} tokens seen)\n", state.step, state.tokens_seen);
+void check_memory_fits(const Memory& memory, const Config& config, const std::string& ckpt) {
+  const auto& mc = config.model;
+  bool fits = memory.empty() || static_cast<int64_t>(memory.layers.size()) == mc.n_layer;
+  for (const auto& layer : memory.layers) {
+    fits = fits && layer.dim() == 3 && layer.size(0) == config.train.batch_size &&
+           layer.size(2) == mc.d_model;  // [B, M, C]
   }
+  if (!fits) {
+    throw InputError(ckpt + ": the saved memory does not fit " + std::to_string(mc.n_layer) +
+                     " layers x " + std::to_string(config.train.batch_size) +
+                     " streams x d_model " + std::to_string(mc.d_model));
+  }
+}
+
+// Loads checkpoint.pt into the run after checking that it continues this very run.
+void restore_run(TrainRun& run) {
+  const std::string ckpt = run.paths.last_checkpoint();
+  auto loaded = load_checkpoint(ckpt, run.model, &run.optimizer);
+  check_resume_matches(loaded.state, run.state, run.paths);
+  const TrainState& s = loaded.state;
+  restore_progress(run.state, s);
+  if (s.stream_position >= run.batcher.stream_len() - 1) {
+    throw InputError(ckpt + ": stream position " + std::to_string(s.stream_position) +
+                     " lies outside the training streams (" +
+                     std::to_string(run.batcher.stream_len()) + " tokens each)");
+  }
+  run.batcher.set_position(s.stream_position);
+  run.memory = std::move(loaded.memory);
+  check_memory_fits(run.memory, run.config, ckpt);
+  truncate_metrics(run.paths.metrics(), run.state.step);
+  // Only now that the checkpoint fits: config.json takes the new values of the resumable
+  // keys (train.max_steps), which a later --resume must see.
+  write_file_atomic(run.paths.config(), config_to_json(run.config).dump(2) + "\n");
+  fmt::print(stderr, "resumed at step {} ({} tokens seen)\n", run.state.step,
+             run.state.tokens_seen);
+}
+
+// Fingerprints the run (what a later resume is checked against), restores it on --resume,
+// prints the model line and starts the clocks.
+void start_run(TrainRun& run, int threads) {
+  const Config& config = run.config;
+  run.state.config = config_to_json(config);
+  run.state.vocab_checksum = run.corpus.vocab.checksum();
+  run.state.train_tokens = static_cast<int64_t>(run.corpus.train.size());
+  run.state.train_checksum =
+      xxh64(run.corpus.train.data(), run.corpus.train.size() * sizeof(int32_t));
+  if (run.options.resume) restore_run(run);
   fmt::print(stderr,
              "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {} | {}\n",
-             count_parameters(*model), to_string(config.model.pos_encoding), config.model.n_layer,
-             config.model.d_model, config.model.n_head, config.model.d_head, threads,
-             to_string(tc.precision));
+             count_parameters(*run.model), to_string(config.model.pos_encoding),
+             config.model.n_layer, config.model.d_model, config.model.n_head, config.model.d_head,
+             threads, to_string(config.train.precision));
 
-  MetricsLog metrics(paths.metrics());
-  TrainSummary summary;
-  const int64_t tokens_per_step = tc.batch_size * tc.tgt_len;
-  auto interval_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(state.interval_seconds));
-  auto run_start = Clock::now();
-  const int64_t first_step = state.step;
-  int64_t consecutive_skips = 0;
-  auto generator = at::detail::getDefaultCPUGenerator();
-  model->train();
+  run.metrics.emplace(run.paths.metrics());
+  // A resumed interval continues its clock, so its ms/step matches the uninterrupted run's.
+  run.interval_start =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(run.state.interval_seconds));
+  run.run_start = Clock::now();
+  run.first_step = run.state.step;
+  run.model->train();
+}
 
-  auto save = [&](const std::string& path) {
-    state.stream_position = batcher.position();
-    state.interval_seconds = seconds_since(interval_start);
-    try {
-      save_checkpoint(path, state, model, &optimizer, memory);
-    } catch (const std::exception& e) {
-      // write_file_atomic removed its temporary: the previous checkpoint is untouched.
-      throw std::runtime_error(fmt::format(
-          "step {}: {}; the previous checkpoints are intact. Free space (or fix the cause) "
-          "and continue with: txl train --resume {}",
-          state.step, e.what(), options.run_dir));
-    }
-  };
-  auto run_validation = [&]() {
-    auto t0 = Clock::now();
-    // Evaluation must not move the random stream that dropout draws from, or a run that
-    // validates at step k (e.g. because it ends there) would diverge from one that does not.
-    const torch::Tensor rng = generator.get_state();
-    auto result = validate_model(model, corpus.valid, config);
-    generator.set_state(rng);
-    model->train();
-    const bool best = state.best_valid_ppl == 0.0 || result.ppl() < state.best_valid_ppl;
-    if (best) state.best_valid_ppl = result.ppl();
-    fmt::print(stderr, "valid @ step {:>6} | ppl {:9.3f} | bpt {:6.4f} | {} tokens | {:.1f} s{}\n",
-               state.step, result.ppl(), result.bpc(), result.tokens, seconds_since(t0),
-               best ? " | best" : "");
-    metrics.write({{"step", state.step},
-                   {"valid_ppl", result.ppl()},
-                   {"valid_nll", result.mean_nll()},
-                   {"valid_tokens", result.tokens},
-                   {"method", to_string(result.method)}});
-    if (best) save(paths.best_checkpoint());
-  };
+void save_run(TrainRun& run, const std::string& path) {
+  run.state.stream_position = run.batcher.position();
+  run.state.interval_seconds = seconds_since(run.interval_start);
+  try {
+    save_checkpoint(path, run.state, run.model, &run.optimizer, run.memory);
+  } catch (const std::exception& e) {
+    // write_file_atomic removed its temporary: the previous checkpoint is untouched.
+    throw std::runtime_error(fmt::format(
+        "step {}: {}; the previous checkpoints are intact. Free space (or fix the cause) "
+        "and continue with: txl train --resume {}",
+        run.state.step, e.what(), run.options.run_dir));
+  }
+}
 
-  while (state.step < tc.max_steps) {
-    // The state before this step, written as the last good checkpoint if the step turns out
-    // non-finite. Memory is replaced, never modified in place, so a copy of the handles is a
-    // snapshot.
-    const int64_t position_before = batcher.position();
-    const Memory memory_before = memory;
-    const torch::Tensor rng_before = generator.get_state();
-    const int64_t this_step = state.step + 1;
+StepSnapshot snapshot_before_step(TrainRun& run) {
+  return {run.batcher.position(), run.memory, run.generator.get_state()};
+}
 
-    const auto segment = batcher.next();
-    if (segment.starts_epoch) memory = Memory{};
-    const double lr = learning_rate(tc, this_step);
-    for (auto& group : optimizer.param_groups()) {
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    }
+// Reads the next segment and runs forward and backward; the optimizer is not stepped yet.
+StepOutcome forward_backward(TrainRun& run) {
+  const auto& tc = run.config.train;
+  StepOutcome out;
+  out.step = run.state.step + 1;
+  const auto segment = run.batcher.next();
+  if (segment.starts_epoch) run.memory = Memory{};
+  out.lr = learning_rate(tc, out.step);
+  for (auto& group : run.optimizer.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(out.lr);
+  }
 
-    torch::Tensor loss;
-    {
-      AutocastGuard autocast(tc.precision);
-      ForwardOptions fwd;
-      fwd.targets = segment.targets;
-      fwd.keep_memory = model->has_memory() ? tc.mem_len : 0;
-      auto out = model->forward(segment.inputs, memory, fwd);
-      loss = out.nll.mean();  // []
-      memory = std::move(out.memory);
-    }
-    if (std::find(inject_nan.begin(), inject_nan.end(), this_step) != inject_nan.end()) {
-      loss = loss * std::numeric_limits<float>::quiet_NaN();
-    }
-    optimizer.zero_grad();
-    loss.backward();
-    const double grad_norm = tc.clip > 0
-                                 ? torch::nn::utils::clip_grad_norm_(model->parameters(), tc.clip)
-                                 : total_grad_norm(model->parameters());
-    const double loss_value = loss.item<double>();
-    const bool finite = std::isfinite(loss_value) && std::isfinite(grad_norm);
+  torch::Tensor loss;
+  {
+    AutocastGuard autocast(tc.precision);
+    ForwardOptions fwd;
+    fwd.targets = segment.targets;
+    fwd.keep_memory = run.model->has_memory() ? tc.mem_len : 0;
+    auto result = run.model->forward(segment.inputs, run.memory, fwd);
+    loss = result.nll.mean();  // []
+    run.memory = std::move(result.memory);
+  }
+  if (contains(run.inject_nan, out.step)) loss = loss * std::numeric_limits<float>::quiet_NaN();
+  run.optimizer.zero_grad();
+  loss.backward();
+  out.grad_norm = tc.clip > 0 ? torch::nn::utils::clip_grad_norm_(run.model->parameters(), tc.clip)
+                              : total_grad_norm(run.model->parameters());
+  out.loss = loss.item<double>();
+  out.finite = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
+  out.tokens = segment.inputs.numel();
+  return out;
+}
 
-    if (!finite) {
-      if (!tc.skip_nonfinite || consecutive_skips >= kMaxConsecutiveSkips) {
-        // Weights and optimizer are untouched by this step; rewind data, memory and RNG too
-        // and the state is exactly that after the previous (finite) step.
-        batcher.set_position(position_before);
-        memory = memory_before;
-        generator.set_state(rng_before);
-        std::string where;
-        if (all_finite(model->parameters()) && all_finite(memory.layers)) {
-          save(paths.last_checkpoint());
-          where = fmt::format("{} holds step {}, the last finite state", paths.last_checkpoint(),
-                              state.step);
-        } else {
-          where = is_regular_file(paths.last_checkpoint())
-                      ? "the weights are no longer finite; " + paths.last_checkpoint() +
-                            " holds the last good state"
-                      : "the weights are no longer finite and no checkpoint was written yet";
-        }
-        const std::string why =
-            consecutive_skips >= kMaxConsecutiveSkips
-                ? fmt::format("{} consecutive non-finite steps were skipped, giving up",
-                              consecutive_skips)
-                : "training stopped";
-        throw std::runtime_error(fmt::format(
-            "step {}: loss {} / gradient norm {} is not finite; {}. {}. To continue: txl train "
-            "--resume {} --set train.skip_nonfinite=true (skips such steps), or start again "
-            "with a lower train.lr or longer train.warmup_steps",
-            this_step, loss_value, grad_norm, why, where, options.run_dir));
-      }
-      // Skip: no update. A memory computed by a non-finite forward would poison the segments
-      // after it, so it is dropped.
-      consecutive_skips += 1;
-      state.skipped_steps += 1;
-      if (!all_finite(memory.layers)) memory = Memory{};
-      fmt::print(stderr,
-                 "step {:>6}: loss {} / gradient norm {} is not finite; skipped ({} so far)\n",
-                 this_step, loss_value, grad_norm, state.skipped_steps);
-      metrics.write(
-          {{"step", this_step}, {"nonfinite", true}, {"skipped_steps", state.skipped_steps}});
+// Stops the run on a non-finite step, leaving checkpoint.pt at the last finite state if the
+// weights still are finite.
+[[noreturn]] void stop_on_nonfinite(TrainRun& run, const StepSnapshot& before,
+                                    const StepOutcome& step) {
+  // Weights and optimizer are untouched by this step; rewind data, memory and RNG too and the
+  // state is exactly that after the previous (finite) step.
+  run.batcher.set_position(before.position);
+  run.memory = before.memory;
+  run.generator.set_state(before.rng);
+  const std::string ckpt = run.paths.last_checkpoint();
+  std::string where;
+  if (all_finite(run.model->parameters()) && all_finite(run.memory.layers)) {
+    save_run(run, ckpt);
+    where = fmt::format("{} holds step {}, the last finite state", ckpt, run.state.step);
+  } else {
+    where = is_regular_file(ckpt)
+                ? "the weights are no longer finite; " + ckpt + " holds the last good state"
+                : "the weights are no longer finite and no checkpoint was written yet";
+  }
+  const std::string why =
+      run.consecutive_skips >= kMaxConsecutiveSkips
+          ? fmt::format("{} consecutive non-finite steps were skipped, giving up",
+                        run.consecutive_skips)
+          : "training stopped";
+  throw std::runtime_error(fmt::format(
+      "step {}: loss {} / gradient norm {} is not finite; {}. {}. To continue: txl train "
+      "--resume {} --set train.skip_nonfinite=true (skips such steps), or start again "
+      "with a lower train.lr or longer train.warmup_steps",
+      step.step, step.loss, step.grad_norm, why, where, run.options.run_dir));
+}
+
+// A non-finite step: skipped (train.skip_nonfinite, up to kMaxConsecutiveSkips in a row) or
+// the run stops.
+void handle_nonfinite(TrainRun& run, const StepSnapshot& before, const StepOutcome& step) {
+  if (!run.config.train.skip_nonfinite || run.consecutive_skips >= kMaxConsecutiveSkips) {
+    stop_on_nonfinite(run, before, step);
+  }
+  // Skip: no update. A memory computed by a non-finite forward would poison the segments
+  // after it, so it is dropped.
+  run.consecutive_skips += 1;
+  run.state.skipped_steps += 1;
+  if (!all_finite(run.memory.layers)) run.memory = Memory{};
+  fmt::print(stderr, "step {:>6}: loss {} / gradient norm {} is not finite; skipped ({} so far)\n",
+             step.step, step.loss, step.grad_norm, run.state.skipped_steps);
+  run.metrics->write(
+      {{"step", step.step}, {"nonfinite", true}, {"skipped_steps", run.state.skipped_steps}});
+}
+
+void apply_step(TrainRun& run, const StepOutcome& step) {
+  run.consecutive_skips = 0;
+  run.optimizer.step();
+  run.state.interval_loss_sum += step.loss;
+  run.state.interval_finite += 1;
+}
+
+// Counts the step as taken, applied or skipped.
+void finish_step(TrainRun& run, const StepOutcome& step) {
+  run.state.step = step.step;
+  run.state.tokens_seen += step.tokens;
+  run.state.lr = step.lr;
+  run.state.interval_steps += 1;
+}
+
+// One progress line (stderr and metrics.jsonl) for the interval that ends at this step.
+void log_progress(TrainRun& run, double lr) {
+  TrainState& state = run.state;
+  const int64_t max_steps = run.config.train.max_steps;
+  const double elapsed = seconds_since(run.interval_start);
+  const double ms_per_step = 1000.0 * elapsed / state.interval_steps;
+  const double tok_s = state.interval_steps * run.tokens_per_step / std::max(elapsed, 1e-9);
+  const double mean_loss = state.interval_finite > 0
+                               ? state.interval_loss_sum / state.interval_finite
+                               : std::numeric_limits<double>::quiet_NaN();
+  const double done = state.step - run.first_step;
+  const double eta = seconds_since(run.run_start) / done * (max_steps - state.step);
+  fmt::print(stderr,
+             "step {:>6}/{:<6} | loss {:7.4f} | ppl {:9.2f} | lr {:.2e} | {:7.1f} ms/step | "
+             "{:7.0f} tok/s | eta {}\n",
+             state.step, max_steps, mean_loss, std::exp(mean_loss), lr, ms_per_step, tok_s,
+             format_duration(eta));
+  nlohmann::json line = {
+      {"step", state.step},         {"loss", mean_loss},     {"lr", lr},
+      {"ms_per_step", ms_per_step}, {"tokens_per_s", tok_s}, {"tokens_seen", state.tokens_seen}};
+  if (state.skipped_steps > 0) line["skipped_steps"] = state.skipped_steps;
+  run.metrics->write(line);  // a NaN mean (all steps skipped) is written as null
+  run.summary.last_loss = mean_loss;
+  state.interval_loss_sum = 0.0;
+  state.interval_steps = 0;
+  state.interval_finite = 0;
+  run.interval_start = Clock::now();
+}
+
+// Validates, records the result and keeps best.pt, then writes checkpoint.pt.
+void validate_and_checkpoint(TrainRun& run) {
+  auto t0 = Clock::now();
+  // Evaluation must not move the random stream that dropout draws from, or a run that
+  // validates at step k (e.g. because it ends there) would diverge from one that does not.
+  const torch::Tensor rng = run.generator.get_state();
+  auto result = validate_model(run.model, run.corpus.valid, run.config);
+  run.generator.set_state(rng);
+  run.model->train();
+  TrainState& state = run.state;
+  const bool best = state.best_valid_ppl == 0.0 || result.ppl() < state.best_valid_ppl;
+  if (best) state.best_valid_ppl = result.ppl();
+  fmt::print(stderr, "valid @ step {:>6} | ppl {:9.3f} | bpt {:6.4f} | {} tokens | {:.1f} s{}\n",
+             state.step, result.ppl(), result.bpc(), result.tokens, seconds_since(t0),
+             best ? " | best" : "");
+  run.metrics->write({{"step", state.step},
+                      {"valid_ppl", result.ppl()},
+                      {"valid_nll", result.mean_nll()},
+                      {"valid_tokens", result.tokens},
+                      {"method", to_string(result.method)}});
+  if (best) save_run(run, run.paths.best_checkpoint());
+  save_run(run, run.paths.last_checkpoint());
+}
+
+// The signal that asks the run to stop after this step (0: none); the test hook acts as
+// SIGINT.
+int requested_stop(const TrainRun& run) {
+  int stop = run.options.stop_signal ? run.options.stop_signal->load() : 0;
+  if (contains(run.inject_stop, run.state.step)) stop = SIGINT;
+  return stop;
+}
+
+// Checkpoints an interrupted run so that --resume continues it exactly.
+void checkpoint_interrupted(TrainRun& run, int signal) {
+  save_run(run, run.paths.last_checkpoint());
+  run.summary.interrupted = true;
+  run.summary.stop_signal = signal;
+}
+
+TrainSummary finish_run(TrainRun& run) {
+  const double total = seconds_since(run.run_start);
+  TrainSummary summary = run.summary;
+  summary.steps = run.state.step;
+  summary.best_valid_ppl = run.state.best_valid_ppl;
+  summary.skipped_steps = run.state.skipped_steps;
+  summary.train_tokens_per_s =
+      (run.state.step - run.first_step) * run.tokens_per_step / std::max(total, 1e-9);
+  return summary;
+}
+
+}  // namespace
+
+TrainSummary train_model(const Config& config, const TrainOptions& options, Corpus corpus) {
+  const auto& tc = config.train;
+  const int threads = set_threads(tc.threads);
+  torch::manual_seed(static_cast<uint64_t>(tc.seed));
+  // Parsed before anything is written, so a malformed hook leaves the run directory alone.
+  std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
+  std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
+  save_or_check_vocab(config, options, corpus);
+
+  TrainRun run(config, options, corpus);  // the model draws its initial weights here
+  run.inject_nan = std::move(inject_nan);
+  run.inject_stop = std::move(inject_stop);
+  start_run(run, threads);
+
+  while (run.state.step < tc.max_steps) {
+    const StepSnapshot before = snapshot_before_step(run);
+    const StepOutcome step = forward_backward(run);
+    if (step.finite) {
+      apply_step(run, step);
     } else {
-      consecutive_skips = 0;
-      optimizer.step();
-      state.interval_loss_sum += loss_value;
-      state.interval_finite += 1;
+      handle_nonfinite(run, before, step);
     }
-    state.step = this_step;
-    state.tokens_seen += segment.inputs.numel();
-    state.lr = lr;
-    state.interval_steps += 1;
+    finish_step(run, step);
 
-    if (state.step % tc.log_interval == 0 || state.step == tc.max_steps) {
-      const double elapsed = seconds_since(interval_start);
-      const double ms_per_step = 1000.0 * elapsed / state.interval_steps;
-      const double tok_s = state.interval_steps * tokens_per_step / std::max(elapsed, 1e-9);
-      const double mean_loss = state.interval_finite > 0
-                                   ? state.interval_loss_sum / state.interval_finite
-                                   : std::numeric_limits<double>::quiet_NaN();
-      const double done = state.step - first_step;
-      const double eta = seconds_since(run_start) / done * (tc.max_steps - state.step);
-      fmt::print(stderr,
-                 "step {:>6}/{:<6} | loss {:7.4f} | ppl {:9.2f} | lr {:.2e} | {:7.1f} ms/step | "
-                 "{:7.0f} tok/s | eta {}\n",
-                 state.step, tc.max_steps, mean_loss, std::exp(mean_loss), lr, ms_per_step, tok_s,
-                 format_duration(eta));
-      nlohmann::json line = {{"step", state.step},
-                             {"loss", mean_loss},
-                             {"lr", lr},
-                             {"ms_per_step", ms_per_step},
-                             {"tokens_per_s", tok_s},
-                             {"tokens_seen", state.tokens_seen}};
-      if (state.skipped_steps > 0) line["skipped_steps"] = state.skipped_steps;
-      metrics.write(line);  // a NaN mean (all steps skipped) is written as null
-      summary.last_loss = mean_loss;
-      state.interval_loss_sum = 0.0;
-      state.interval_steps = 0;
-      state.interval_finite = 0;
-      interval_start = Clock::now();
+    const bool at_end = run.state.step == tc.max_steps;
+    if (run.state.step % tc.log_interval == 0 || at_end) log_progress(run, step.lr);
+    if ((tc.eval_interval > 0 && run.state.step % tc.eval_interval == 0) || at_end) {
+      validate_and_checkpoint(run);
     }
-    const bool at_end = state.step == tc.max_steps;
-    if ((tc.eval_interval > 0 && state.step % tc.eval_interval == 0) || at_end) {
-      run_validation();
-      save(paths.last_checkpoint());
-    }
-    int stop = options.stop_signal ? options.stop_signal->load() : 0;
-    if (std::find(inject_stop.begin(), inject_stop.end(), state.step) != inject_stop.end()) {
-      stop = SIGINT;
-    }
+    const int stop = requested_stop(run);
     if (stop != 0 && !at_end) {
-      save(paths.last_checkpoint());
-      summary.interrupted = true;
-      summary.stop_signal = stop;
+      checkpoint_interrupted(run, stop);
       break;
     }
   }
-  const double total = seconds_since(run_start);
-  summary.steps = state.step;
-  summary.best_valid_ppl = state.best_valid_ppl;
-  summary.skipped_steps = state.skipped_steps;
-  summary.train_tokens_per_s = (state.step - first_step) * tokens_per_step / std::max(total, 1e-9);
-  return summary;
+  return finish_run(run);
 }
 
 }  // namespace txl
