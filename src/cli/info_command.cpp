@@ -44,8 +44,8 @@ int run_info(const InfoOptions& o) {
              wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
   fmt::print("threads      {} of {} logical cores\n", threads, logical_cores());
   const char* forced = std::getenv("TXL_CPU_FLAGS");
-  fmt::print("cpu flags    {}{}\n",
-             to_string(cpu).empty() ? "(none of those txl uses)" : to_string(cpu),
+  const std::string flags = to_string(cpu);
+  fmt::print("cpu flags    {}{}\n", flags.empty() ? "(none of those txl uses)" : flags,
              forced != nullptr ? " (from TXL_CPU_FLAGS)" : "");
   const auto plan = plan_cpu(cpu, {});
   fmt::print("bf16         {}\n", to_string(plan.bf16));

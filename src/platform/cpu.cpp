@@ -186,11 +186,11 @@ CpuPlan plan_cpu(const CpuFlags& cpu, const OpenBlasState& blas) {
     // with SIGILL at the first matrix multiply.
     if (!can_run_openblas_core(cpu, *blas.env_coretype)) {
       plan.openblas_coretype = best;
-      plan.openblas_note =
-          "OPENBLAS_CORETYPE=" + *blas.env_coretype +
-          " needs instructions this CPU does not have (it has: " +
-          (to_string(cpu).empty() ? std::string("none of avx, avx2, avx512") : to_string(cpu)) +
-          "); using " + best + " instead.";
+      const std::string has = to_string(cpu);
+      plan.openblas_note = "OPENBLAS_CORETYPE=" + *blas.env_coretype +
+                           " needs instructions this CPU does not have (it has: " +
+                           (has.empty() ? std::string("none of avx, avx2, avx512") : has) +
+                           "); using " + best + " instead.";
     }
   } else if (blas.loaded && core_level(blas.core) == Level::kSse &&
              cpu_level(cpu) >= Level::kAvx2) {

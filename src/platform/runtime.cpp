@@ -126,13 +126,18 @@ int set_threads(int64_t requested) {
 #define TXL_AUTOCAST_DEVICE_API 1
 #endif
 
+namespace {
+
+// bf16 depends on the CPU alone, so the plan needs no OpenBLAS state (no /proc/self/maps read).
 void warn_if_bf16_is_slow() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::string note = plan_cpu(detect_cpu_flags(), openblas_state()).bf16_note;
+    const std::string note = plan_cpu(detect_cpu_flags(), OpenBlasState{}).bf16_note;
     if (!note.empty()) fmt::print(stderr, "warning: {}\n", note);
   });
 }
+
+}  // namespace
 
 AutocastGuard::AutocastGuard(Precision precision) : enabled_(precision == Precision::kBf16) {
   if (!enabled_) return;
