@@ -13,6 +13,7 @@
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
+#include "txl/config/encodings.h"
 #include "txl/platform/process.h"
 #include "txl/train/bench.h"
 #include "txl/util/error.h"
@@ -72,8 +73,10 @@ LongWindowResult long_window_in_child(const BenchCommandOptions& o, const Config
   std::vector<std::string> argv = {self_executable(), "bench", "--config", o.config_path};
   for (const auto& assignment : o.overrides) argv.insert(argv.end(), {"--set", assignment});
   argv.insert(argv.end(), {"--set", "model.pos_encoding=" + to_string(encoding)});
-  // Absolute takes no memory (config rule); the window runs without memory anyway.
-  if (encoding == PosEncoding::kAbsolute) argv.insert(argv.end(), {"--set", "train.mem_len=0"});
+  // Encodings without memory refuse train.mem_len > 0; the window runs without memory anyway.
+  if (!encoding_traits(encoding).takes_memory) {
+    argv.insert(argv.end(), {"--set", "train.mem_len=0"});
+  }
   argv.insert(argv.end(), {"--threads", std::to_string(threads), "--precision",
                            to_string(config.train.precision), "--vocab", std::to_string(o.vocab),
                            "--long-length", std::to_string(o.long_length), "--long-passes",
@@ -159,9 +162,8 @@ int run_bench_command(const BenchCommandOptions& o) {
     fmt::print("  {:<18} {:>10} {:>10} {:>14} {:>12}\n", "encoding", "ms", "tok/s", "peak RSS MB",
                "growth MB");
     auto rows = nlohmann::json::array();
-    for (const auto enc :
-         {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
-      const auto w = long_window_in_child(o, config, enc, r.threads);
+    for (const auto& traits : encoding_registry()) {
+      const auto w = long_window_in_child(o, config, traits.id, r.threads);
       fmt::print("  {:<18} {:>10.1f} {:>10.0f} {:>14.0f} {:>12.0f}\n", w.pos_encoding, w.eval_ms,
                  w.tokens_per_s, w.peak_rss_mb, w.growth_mb);
       rows.push_back(w.to_json());

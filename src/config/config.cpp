@@ -18,6 +18,7 @@
 #include <utility>
 #include <variant>
 
+#include "txl/config/encodings.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/json.h"
@@ -42,10 +43,13 @@ const EnumNames<TokenizerKind>& names_of(TokenizerKind) {
   return names;
 }
 
+// The encodings' names come from their registry (encodings.h), in its order.
 const EnumNames<PosEncoding>& names_of(PosEncoding) {
-  static const EnumNames<PosEncoding> names = {{PosEncoding::kRelative, "relative"},
-                                               {PosEncoding::kAbsolute, "absolute"},
-                                               {PosEncoding::kRelativeLearned, "relative_learned"}};
+  static const EnumNames<PosEncoding> names = [] {
+    EnumNames<PosEncoding> out;
+    for (const auto& t : encoding_registry()) out.emplace_back(t.id, t.name);
+    return out;
+  }();
   return names;
 }
 
@@ -230,7 +234,7 @@ const Fields<DataConfig>& data_fields() {
 const Fields<ModelConfig>& model_fields() {
   using S = ModelConfig;
   static const Fields<S> fields = {
-      {"pos_encoding", &S::pos_encoding, "relative | absolute | relative_learned"},
+      {"pos_encoding", &S::pos_encoding, "position encoding: one of `txl encodings`"},
       {"n_layer", &S::n_layer, "number of transformer blocks"},
       {"d_model", &S::d_model, "model width; must equal n_head * d_head"},
       {"n_head", &S::n_head, "attention heads"},
@@ -310,10 +314,25 @@ const Field<S>* find_field(const Fields<S>& fields, const std::string& key) {
   return nullptr;
 }
 
+// Keys a section accepts beside its fields: "model" also takes every encoding's options
+// (validate() then checks that they belong to the chosen encoding).
+template <typename S>
+std::vector<std::string> extra_key_names(const S* /*section*/) {
+  return {};
+}
+std::vector<std::string> extra_key_names(const ModelConfig* /*section*/) {
+  std::vector<std::string> keys;
+  for (const auto& t : encoding_registry()) {
+    for (const auto& option : t.options) keys.emplace_back(option.key);
+  }
+  return keys;
+}
+
 template <typename S>
 std::string unknown_key_message(const std::string& section, const std::string& key,
                                 const Fields<S>& fields) {
-  const std::vector<std::string> valid = key_names(fields);
+  std::vector<std::string> valid = key_names(fields);
+  for (auto& extra : extra_key_names(static_cast<const S*>(nullptr))) valid.push_back(extra);
   return "unknown key \"" + section + "." + key + "\"; valid keys in \"" + section +
          "\": " + join(valid) + suggestion(key, valid);
 }
@@ -328,13 +347,76 @@ void read_field(const Field<S>& field, const json& value, const std::string& pat
   std::visit([&](auto member) { read_value(value, path, out.*member); }, field.member);
 }
 
+// A key that is no field of the section; returns false when the section has no such key.
+template <typename S>
+bool read_extra(const json& /*v*/, const std::string& /*key*/, const std::string& /*path*/,
+                S& /*out*/) {
+  return false;
+}
+// model: an option of some encoding, stored by name.
+bool read_extra(const json& v, const std::string& key, const std::string& path, ModelConfig& out) {
+  const EncodingTraits* owner = encoding_with_option(key);
+  if (!owner) return false;
+  if (find_encoding_option(*owner, key)->integer) {
+    int64_t value = 0;
+    read_value(v, path, value);
+    out.encoding_options[key] = static_cast<double>(value);
+  } else {
+    double value = 0;
+    read_value(v, path, value);
+    out.encoding_options[key] = value;
+  }
+  return true;
+}
+
 template <typename S>
 void read_section(const json& j, const std::string& name, const Fields<S>& fields, S& out) {
   if (!j.is_object()) throw InputError(name + " must be an object, got " + shown(j));
   for (const auto& [key, value] : j.items()) {
     const Field<S>* field = find_field(fields, key);
-    if (!field) throw InputError(unknown_key_message(name, key, fields));
-    read_field(*field, value, name + "." + key, out);
+    if (field) {
+      read_field(*field, value, name + "." + key, out);
+    } else if (!read_extra(value, key, name + "." + key, out)) {
+      throw InputError(unknown_key_message(name, key, fields));
+    }
+  }
+}
+
+// The chosen encoding's options with defaults filled in, as config_to_json writes them.
+void write_encoding_options(const ModelConfig& model, json& out) {
+  for (const auto& option : encoding_traits(model.pos_encoding).options) {
+    const double value = encoding_option(model, option.key);
+    out[option.key] =
+        option.integer ? json(static_cast<int64_t>(std::llround(value))) : json(value);
+  }
+}
+
+// Options belong to the chosen encoding and lie in their ranges; memory needs an encoding
+// that takes it.
+void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
+  const EncodingTraits& traits = encoding_traits(model.pos_encoding);
+  for (const auto& [key, value] : model.encoding_options) {
+    const EncodingOption* option = find_encoding_option(traits, key);
+    if (!option) {
+      const EncodingTraits* owner = encoding_with_option(key);
+      std::vector<std::string> own;
+      for (const auto& o : traits.options) own.emplace_back(o.key);
+      throw InputError("model." + key + " is an option of pos_encoding " +
+                       (owner ? std::string(owner->name) : std::string("(none)")) +
+                       ", but model.pos_encoding is " + traits.name +
+                       "; remove the key or change the encoding (" + traits.name +
+                       "'s options: " + (own.empty() ? std::string("none") : join(own)) + ")");
+    }
+    if (!(value >= option->min && value <= option->max)) {
+      throw InputError("model." + key + " (" + shown(value) + ") must be in [" +
+                       shown(option->min) + ", " + shown(option->max) + "] for pos_encoding " +
+                       traits.name);
+    }
+  }
+  if (!traits.takes_memory && train.mem_len != 0) {
+    throw InputError("model.pos_encoding " + json(traits.name).dump() +
+                     " requires train.mem_len = 0, got " + std::to_string(train.mem_len) + ": " +
+                     traits.name + " position encoding has no memory; set train.mem_len=0");
   }
 }
 
@@ -451,6 +533,7 @@ json config_to_json(const Config& config) {
                  field.member);
     }
   });
+  write_encoding_options(config.model, j["model"]);
   return j;
 }
 
@@ -509,20 +592,27 @@ void apply_override(json& j, const std::string& assignment) {
 
   for_each_section([&](const std::string& name, const auto& fields, auto section) {
     if (name != section_name) return;
+    using Section = std::remove_reference_t<decltype(Config{}.*section)>;
     const auto* field = find_field(fields, field_name);
-    if (!field) throw InputError(context + ": " + unknown_key_message(name, field_name, fields));
     json value;
-    std::visit(
-        [&](auto member) {
-          using Section = std::remove_reference_t<decltype(Config{}.*section)>;
-          using T = std::remove_reference_t<decltype(Section{}.*member)>;
-          value = override_value(text, static_cast<T*>(nullptr));
-        },
-        field->member);
     // Type errors are reported here, against the --set that caused them, not the file.
     try {
-      auto scratch = Config{}.*section;
-      read_field(*field, value, key, scratch);
+      if (field) {
+        std::visit(
+            [&](auto member) {
+              using T = std::remove_reference_t<decltype(Section{}.*member)>;
+              value = override_value(text, static_cast<T*>(nullptr));
+            },
+            field->member);
+        auto scratch = Config{}.*section;
+        read_field(*field, value, key, scratch);
+      } else {
+        value = override_value(text, static_cast<double*>(nullptr));
+        auto scratch = Config{}.*section;
+        if (!read_extra(value, field_name, key, scratch)) {
+          throw InputError(unknown_key_message(name, field_name, fields));
+        }
+      }
     } catch (const InputError& e) {
       throw InputError(context + ": " + e.what());
     }
@@ -588,11 +678,7 @@ void validate(const Config& config) {
     throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
                      std::to_string(kMaxThreads) + "] (0 = all cores)");
   }
-  if (model.pos_encoding == PosEncoding::kAbsolute && train.mem_len != 0) {
-    throw InputError("model.pos_encoding \"absolute\" requires train.mem_len = 0, got " +
-                     std::to_string(train.mem_len) +
-                     ": absolute position encoding has no memory; set train.mem_len=0");
-  }
+  validate_encoding(model, train);
 
   if (eval.lengths.empty()) {
     throw InputError("eval.lengths is empty; list at least one window length, e.g. [128]");

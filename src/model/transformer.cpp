@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "txl/model/kernels.h"
-#include "txl/model/positional.h"
 
 namespace txl {
 
@@ -11,6 +10,7 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     : config_(c), vocab_size_(vocab_size) {
   TORCH_CHECK(vocab_size >= 2, "vocabulary must hold at least 2 tokens, got ", vocab_size);
   embedding = register_module("embedding", torch::nn::Embedding(vocab_size, c.d_model));
+  position = register_module("position", make_position_input(c));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < c.n_layer; ++l) blocks->push_back(Block(c));
   if (c.pre_norm) {
@@ -30,28 +30,16 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
 LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& memory,
                                     const ForwardOptions& options) {
   TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, Q], got ", tokens.sizes());
-  TORCH_CHECK(memory.empty() || has_memory(), "absolute encoding takes no memory");
+  TORCH_CHECK(memory.empty() || has_memory(), encoding_traits(config_.pos_encoding).name,
+              " encoding takes no memory");
   TORCH_CHECK(memory.empty() || static_cast<int64_t>(memory.layers.size()) == config_.n_layer,
               "memory has ", memory.layers.size(), " layers, model has ", config_.n_layer);
-  const int64_t query_len = tokens.size(1);
   const int64_t mem_len = memory.length();
-  const int64_t key_len = mem_len + query_len;
 
   auto h = embedding(tokens) * std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
-  switch (config_.pos_encoding) {
-    case PosEncoding::kAbsolute:
-      h = h + absolute_sinusoids(query_len, config_.d_model).to(h.device());  // [B, Q, C]
-      break;
-    case PosEncoding::kRelative:
-      pos.sinusoids =
-          apply_dropout(relative_sinusoids(key_len, config_.d_model, pos.clamp_len).to(h.device()),
-                        config_.dropout, is_training());  // [K, C]
-      break;
-    case PosEncoding::kRelativeLearned:
-      break;
-  }
+  h = position->apply(h, mem_len, pos);  // [B, Q, C]
   h = apply_dropout(h, config_.dropout, is_training());
 
   std::vector<torch::Tensor> layer_inputs;

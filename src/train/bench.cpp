@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "txl/config/encodings.h"
 #include "txl/model/transformer.h"
 #include "txl/platform/gemm_rate.h"
 #include "txl/platform/process.h"
@@ -35,21 +36,9 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   // Multiply-accumulates per token; see the formula in bench.h.
   const double n = L * (4 * C * H * D + 2 * C * F) + C * V;
   const double attn = L * 2 * H * D * K;
-  double pos = 0.0, proj = 0.0, proj_train_flops = 0.0;
-  switch (m.pos_encoding) {
-    case PosEncoding::kAbsolute:
-      break;
-    case PosEncoding::kRelative:
-      pos = L * H * D * K;
-      proj = L * K * C * H * D / (B * Q);
-      proj_train_flops = 4;  // R is a constant: no input gradient
-      break;
-    case PosEncoding::kRelativeLearned:
-      pos = L * H * D * K;
-      proj = L * H * K * D * D / (B * Q);
-      proj_train_flops = 6;  // the table is learned: both gradients
-      break;
-  }
+  // The encoding's own work, per layer, from its traits (config/encodings.cpp).
+  const PositionCost cost = encoding_traits(m.pos_encoding).cost(m, B, Q, K);
+  const double pos = L * cost.score, proj = L * cost.table, proj_train_flops = cost.table_train;
   const double kv_mem = L * 2 * C * H * D * M / Q;
   FlopCount f;
   f.matmul_params = n;

@@ -2,6 +2,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "txl/config/encodings.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -11,25 +12,14 @@ namespace {
 constexpr double kFp32Bytes = 4.0;
 constexpr double kBf16Bytes = 2.0;
 
-// One block: attention (qkv and output projections, LayerNorm, the encoding's own weights)
-// and the feed-forward (two biased linears, LayerNorm); mirrors block.cpp and
-// position_score.cpp.
+// One block: attention (qkv and output projections, LayerNorm, the encoding's own weights
+// from its traits) and the feed-forward (two biased linears, LayerNorm); mirrors block.cpp.
 double block_parameters(const ModelConfig& c) {
   const double C = static_cast<double>(c.d_model), H = static_cast<double>(c.n_head),
                D = static_cast<double>(c.d_head), F = static_cast<double>(c.d_inner);
   const double hd = H * D;
-  double attention = C * 3 * hd + hd * C + 2 * C;
-  switch (c.pos_encoding) {
-    case PosEncoding::kAbsolute:
-      break;
-    case PosEncoding::kRelative:
-      attention += 2 * hd + C * hd;  // biases u, v and W_r
-      break;
-    case PosEncoding::kRelativeLearned:
-      // u, v, the distance table and one D x D projection per head.
-      attention += 2 * hd + (2 * static_cast<double>(c.max_rel_dist) - 1) * D + H * D * D;
-      break;
-  }
+  const double attention =
+      C * 3 * hd + hd * C + 2 * C + encoding_traits(c.pos_encoding).layer_parameters(c);
   const double feed_forward = C * F + F + F * C + C + 2 * C;
   return attention + feed_forward;
 }
@@ -44,6 +34,7 @@ double parameter_count(const ModelConfig& c, int64_t vocab_size) {
   const double C = static_cast<double>(c.d_model), V = static_cast<double>(vocab_size);
   double n = V * C;  // embedding
   n += static_cast<double>(c.n_layer) * block_parameters(c);
+  n += encoding_traits(c.pos_encoding).model_parameters(c);
   if (c.pre_norm) n += 2 * C;      // final LayerNorm
   if (!c.tie_weights) n += C * V;  // separate output matrix
   return n + V;                    // output bias
@@ -67,7 +58,8 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
   // [B, Q, C] tensors (block input, attention output, feed-forward input); then the
   // memory carried to the next segment [B, M, C] per layer and the fp32 logits [B, Q, V].
   const double B = static_cast<double>(t.batch_size), Q = static_cast<double>(segment_len);
-  const double M = m.pos_encoding == PosEncoding::kAbsolute ? 0.0 : static_cast<double>(t.mem_len);
+  const double M =
+      encoding_traits(m.pos_encoding).takes_memory ? static_cast<double>(t.mem_len) : 0.0;
   const double K = Q + M;
   const double C = static_cast<double>(m.d_model), H = static_cast<double>(m.n_head),
                D = static_cast<double>(m.d_head), F = static_cast<double>(m.d_inner);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,8 +40,7 @@ struct DataConfig {
 };
 
 struct ModelConfig {
-  PosEncoding pos_encoding =
-      PosEncoding::kRelative;  // "relative" | "absolute" | "relative_learned"
+  PosEncoding pos_encoding = PosEncoding::kRelative;  // one of encoding_names()
   int64_t n_layer = 4;
   int64_t d_model = 256;  // must equal n_head * d_head
   int64_t n_head = 4;
@@ -53,6 +53,9 @@ struct ModelConfig {
   int64_t clamp_len = 0;       // relative: cap distances at this value (0 = no cap)
   int64_t max_rel_dist = 512;  // relative_learned: table of 2*max_rel_dist-1 distances
   double init_std = 0.02;      // N(0, init_std) as in the reference implementation
+  // The chosen encoding's own keys (config/encodings.h), e.g. "rope_base"; an absent key
+  // takes its default (read them with encoding_option).
+  std::map<std::string, double> encoding_options;
 };
 
 struct TrainConfig {

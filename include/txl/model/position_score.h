@@ -1,10 +1,12 @@
-// The position encodings' part of attention: each piece turns queries and keys into
-// attention logits [B, H, Q, K] (before masking). The model picks one piece per layer
-// from model.pos_encoding (make_position_score), so attention itself has no encoding switch.
-//
-//   absolute          ContentScore           q . k           (positions were added at the input)
-//   relative          SinusoidRelativeScore  (q + u) . k + rel_shift((q + v) . W_r R)
-//   relative_learned  LearnedRelativeScore   (q + u) . k + rel_shift((q + v) . P_h T[clamp(d)])
+// The seam every position encoding plugs into. An encoding has up to two parts:
+//   PositionInputImpl  once per model: what it adds to the token embeddings and what it
+//                      prepares once per forward pass for every layer (PositionContext)
+//   PositionScoreImpl  once per layer: turns queries and keys into attention logits
+//                      [B, H, Q, K] (before masking), position terms included
+// Both are built from model.pos_encoding through the factory table (encoding_registry.cpp);
+// attention and the model have no encoding switch. What an encoding is and costs (memory,
+// options, parameters, FLOPs) is in config/encodings.h; the modules live in
+// model/encodings/, one file each.
 //
 // Shapes follow the legend in positional.h. Queries arrive already multiplied by
 // 1/sqrt(D), so the result is the scaled score. scores() returns a fresh tensor that no
@@ -22,7 +24,7 @@ namespace txl {
 // What every layer needs to know about positions for one forward pass.
 struct PositionContext {
   int64_t mem_len = 0;      // M
-  int64_t clamp_len = 0;    // cap on distances (relative; 0 = none)
+  int64_t clamp_len = 0;    // cap on distances (encodings with uses_clamp_len; 0 = none)
   torch::Tensor sinusoids;  // [K, C] relative_sinusoids (relative only; undefined otherwise)
 };
 
@@ -33,55 +35,26 @@ class PositionScoreImpl : public torch::nn::Module {
                                const PositionContext& pos) = 0;
 };
 
+// The content term alone, q . k: encodings whose positions live elsewhere (at the input)
+// or nowhere.
 class ContentScore : public PositionScoreImpl {
  public:
   torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
                        const PositionContext& pos) override;
 };
 
-// Shared by both relative encodings: content term with bias u, position term with bias v
-// against one key vector per distance, aligned by rel_shift. No [Q, K, D] tensor is built.
-class RelativeScore : public PositionScoreImpl {
+class PositionInputImpl : public torch::nn::Module {
  public:
-  RelativeScore(int64_t n_head, int64_t d_head, double init_std);
-  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
-                       const PositionContext& pos) override;
-  // Key vectors for distances K-1, ..., 0 (scaled like q is not: raw projections). -> [H, K, D]
-  virtual torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) = 0;
-
-  torch::Tensor u;  // [H, D] content bias (r_w_bias)
-  torch::Tensor v;  // [H, D] position bias (r_r_bias)
-
- protected:
-  int64_t n_head_;
-  int64_t d_head_;
-  double scale_;  // 1/sqrt(D): u and v are added to unscaled q, see scores()
+  // h: [B, Q, C] scaled token embeddings of the current segment, after M memory positions;
+  // may fill `pos` for the layers. The default adds nothing.                 -> [B, Q, C]
+  virtual torch::Tensor apply(const torch::Tensor& h, int64_t mem_len, PositionContext& pos);
 };
 
-// Transformer-XL: sinusoidal R (shared, from the context) projected by this layer's W_r.
-class SinusoidRelativeScore : public RelativeScore {
- public:
-  SinusoidRelativeScore(int64_t d_model, int64_t n_head, int64_t d_head, double init_std);
-  torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) override;
-
-  torch::nn::Linear w_r{nullptr};  // C -> H*D, no bias
-};
-
-// The seed design: a learned table of 2*max_rel_dist-1 distance vectors [D], clamped,
-// projected per head by P_h [D, D]. Only distances >= 0 reach the score under the causal
-// mask; the negative half is kept so the table matches the seed's layout.
-class LearnedRelativeScore : public RelativeScore {
- public:
-  LearnedRelativeScore(int64_t n_head, int64_t d_head, int64_t max_rel_dist, double init_std);
-  torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) override;
-  // Row of `table` used for signed distance d = i - j (clamped).
-  int64_t table_row(int64_t distance) const;
-
-  torch::Tensor table;       // [2*max_rel_dist-1, D]
-  torch::Tensor projection;  // [H, D, D]
-  int64_t max_rel_dist;
-};
-
+// The parts of config.pos_encoding, from the factory table.
 std::shared_ptr<PositionScoreImpl> make_position_score(const ModelConfig& config);
+std::shared_ptr<PositionInputImpl> make_position_input(const ModelConfig& config);
 
 }  // namespace txl
+
+// The Transformer-XL encodings, which the tests reach through this header.
+#include "txl/model/encodings/relative.h"

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "txl/config/config.h"
+#include "txl/config/encodings.h"
 #include "txl/model/block.h"
 #include "txl/model/memory.h"
 
@@ -34,9 +35,10 @@ class TransformerLMImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
   int64_t vocab_size() const { return vocab_size_; }
-  bool has_memory() const { return config_.pos_encoding != PosEncoding::kAbsolute; }
+  bool has_memory() const { return encoding_traits(config_.pos_encoding).takes_memory; }
 
   torch::nn::Embedding embedding{nullptr};
+  std::shared_ptr<PositionInputImpl> position;  // the encoding's input side (no weights for most)
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
   torch::nn::Linear output{nullptr};         // untied output layer only

@@ -1,0 +1,72 @@
+// The position encodings' traits: everything config validation, the CLI, `txl encodings`,
+// `txl bench` and the memory estimate need to know about an encoding, without torch.
+// The modules that compute it live in src/model/encodings/ (one file each) and are built
+// from the factory table in src/model/encoding_registry.cpp; PosEncoding joins the two.
+//
+// Adding an encoding: one enum value (config.h), one traits entry (encodings.cpp), one model
+// file and one factory line. Every consumer and every registry-driven test reads these
+// tables instead of naming encodings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "txl/config/config.h"
+
+namespace txl {
+
+// A numeric option of one encoding: a key of the "model" section only that encoding reads.
+struct EncodingOption {
+  const char* key;       // JSON key in "model", unique across encodings, e.g. "rope_base"
+  double default_value;  //
+  double min, max;       // inclusive range
+  bool integer;          // must be a whole number (stored as double, written as integer)
+  const char* doc;
+};
+
+// What position information costs per token beyond attention's q.k and p.v, in
+// multiply-accumulates (see bench.h's formula): `score` per layer and query over K keys,
+// `table` once per pass shared by the batch (already divided by B*Q), `table_train` the
+// FLOPs per table MAC in training (4: constant input, 6: learned input).
+struct PositionCost {
+  double score = 0.0;
+  double table = 0.0;
+  double table_train = 4.0;
+};
+
+struct EncodingTraits {
+  PosEncoding id;
+  const char* name;     // model.pos_encoding value
+  const char* formula;  // one line: what the encoding adds, for `txl encodings` and the README
+  bool takes_memory;    // distance-based: works with train.mem_len > 0 and --method memory
+  bool uses_clamp_len;  // model.clamp_len / --clamp-len caps its distances
+  bool uses_max_rel_dist;                // reads model.max_rel_dist
+  const char* length_limit_key;          // option that caps the positions it can encode
+                                         // (nullptr: none)
+  std::vector<EncodingOption> options;   // its own "model" keys
+  // Parameters it adds per layer (beside q, k, v, out, LayerNorm) and once per model.
+  double (*layer_parameters)(const ModelConfig& c);
+  double (*model_parameters)(const ModelConfig& c);
+  // Cost per token for batch B, query length Q, K keys (per layer: the caller sums layers).
+  PositionCost (*cost)(const ModelConfig& c, double batch, double query_len, double key_len);
+};
+
+// Every encoding, in the order `txl encodings`, bench and the tests list them.
+const std::vector<EncodingTraits>& encoding_registry();
+const EncodingTraits& encoding_traits(PosEncoding encoding);
+std::vector<std::string> encoding_names();
+
+// The encoding whose option `key` is, or nullptr when no encoding has that option.
+const EncodingTraits* encoding_with_option(const std::string& key);
+const EncodingOption* find_encoding_option(const EncodingTraits& traits, const std::string& key);
+
+// The value of an option of c.pos_encoding: the configured one or its default.
+// Asking for a key the encoding does not have is a programming error (std::logic_error).
+double encoding_option(const ModelConfig& c, const std::string& key);
+int64_t encoding_option_int(const ModelConfig& c, const std::string& key);
+
+// The longest sequence of positions the model can encode (INT64_MAX when unlimited).
+int64_t position_limit(const ModelConfig& c);
+
+}  // namespace txl

@@ -1,0 +1,69 @@
+// The two Transformer-XL encodings (relative, relative_learned). Shapes: positional.h.
+//
+//   relative          SinusoidRelativeScore  (q + u) . k + rel_shift((q + v) . W_r R)
+//   relative_learned  LearnedRelativeScore   (q + u) . k + rel_shift((q + v) . P_h T[clamp(d)])
+#pragma once
+
+#include <torch/torch.h>
+
+#include "txl/config/config.h"
+#include "txl/model/position_score.h"
+
+namespace txl {
+
+// Shared by both relative encodings: content term with bias u, position term with bias v
+// against one key vector per distance, aligned by rel_shift. No [Q, K, D] tensor is built.
+class RelativeScore : public PositionScoreImpl {
+ public:
+  RelativeScore(int64_t n_head, int64_t d_head, double init_std);
+  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
+                       const PositionContext& pos) override;
+  // Key vectors for distances K-1, ..., 0 (scaled like q is not: raw projections). -> [H, K, D]
+  virtual torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) = 0;
+
+  torch::Tensor u;  // [H, D] content bias (r_w_bias)
+  torch::Tensor v;  // [H, D] position bias (r_r_bias)
+
+ protected:
+  int64_t n_head_;
+  int64_t d_head_;
+  double scale_;  // 1/sqrt(D): u and v are added to unscaled q, see scores()
+};
+
+// Transformer-XL: sinusoidal R (shared, from the context) projected by this layer's W_r.
+class SinusoidRelativeScore : public RelativeScore {
+ public:
+  SinusoidRelativeScore(int64_t d_model, int64_t n_head, int64_t d_head, double init_std);
+  torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) override;
+
+  torch::nn::Linear w_r{nullptr};  // C -> H*D, no bias
+};
+
+// The model-level part of `relative`: the sinusoids R for distances K-1..0, computed and
+// dropped out once per pass and shared by every layer.
+class RelativeSinusoidInput : public PositionInputImpl {
+ public:
+  RelativeSinusoidInput(int64_t d_model, double dropout);
+  torch::Tensor apply(const torch::Tensor& h, int64_t mem_len, PositionContext& pos) override;
+
+ private:
+  int64_t d_model_;
+  double dropout_;
+};
+
+// The seed design: a learned table of 2*max_rel_dist-1 distance vectors [D], clamped,
+// projected per head by P_h [D, D]. Only distances >= 0 reach the score under the causal
+// mask; the negative half is kept so the table matches the seed's layout.
+class LearnedRelativeScore : public RelativeScore {
+ public:
+  LearnedRelativeScore(int64_t n_head, int64_t d_head, int64_t max_rel_dist, double init_std);
+  torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) override;
+  // Row of `table` used for signed distance d = i - j (clamped).
+  int64_t table_row(int64_t distance) const;
+
+  torch::Tensor table;       // [2*max_rel_dist-1, D]
+  torch::Tensor projection;  // [H, D, D]
+  int64_t max_rel_dist;
+};
+
+}  // namespace txl
