@@ -3,10 +3,13 @@
 // the built model's parameter count).
 #include "txl/config/encodings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
+#include "txl/util/error.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -71,15 +74,175 @@ EncodingTraits relative_learned() {
   return t;
 }
 
+EncodingTraits nope() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kNope;
+  t.name = "nope";
+  t.formula = "q.k: no position information beyond the causal mask (Kazemnejad et al.)";
+  t.takes_memory = true;
+  t.layer_parameters = none;
+  t.model_parameters = none;
+  t.cost = no_cost;
+  return t;
+}
+
+EncodingTraits rope() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kRope;
+  t.name = "rope";
+  t.formula = "R(p_i) q . R(p_j) k: pairs (x_j, x_j+D/2) rotated by p * base^(-2j/D) (RoFormer)";
+  t.takes_memory = true;
+  t.options = {{"rope_base", 10000.0, 2.0, 1e12, false, "rope: base b of theta_j = b^(-2j/D)"}};
+  t.aids = {ExtrapolationAid::kPi, ExtrapolationAid::kNtk, ExtrapolationAid::kYarn,
+            ExtrapolationAid::kDynamicNtk, ExtrapolationAid::kDynamicYarn};
+  t.layer_parameters = none;
+  t.model_parameters = none;
+  t.cost = no_cost;  // element-wise rotations of q and k, no multiply-accumulates
+  return t;
+}
+
+EncodingTraits alibi() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kAlibi;
+  t.name = "alibi";
+  t.formula = "q.k - m_h (i-j): fixed geometric slopes m_h, no embedding (Press et al.)";
+  t.takes_memory = true;
+  t.uses_clamp_len = true;
+  t.layer_parameters = none;
+  t.model_parameters = none;
+  t.cost = no_cost;
+  return t;
+}
+
+EncodingTraits t5() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kT5;
+  t.name = "t5";
+  t.formula = "q.k + sqrt(D) T[bucket(i-j), h]: learned per layer, log-spaced buckets (T5)";
+  t.takes_memory = true;
+  t.options = {{"t5_buckets", 32, 2, 4096, true, "t5: number of distance buckets"},
+               {"t5_max_distance", 128, 2, 1e9, true, "t5: distance where the last bucket starts"}};
+  t.layer_parameters = [](const ModelConfig& c) {
+    return encoding_option(c, "t5_buckets") * static_cast<double>(c.n_head);
+  };
+  t.model_parameters = none;
+  t.cost = no_cost;  // a gather
+  return t;
+}
+
+EncodingTraits kerple() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kKerple;
+  t.name = "kerple";
+  t.formula = "q.k - r1_h log(1 + r2_h (i-j)): r1, r2 > 0 learned per head (KERPLE, log)";
+  t.takes_memory = true;
+  t.uses_clamp_len = true;
+  t.layer_parameters = [](const ModelConfig& c) { return 2.0 * static_cast<double>(c.n_head); };
+  t.model_parameters = none;
+  t.cost = no_cost;
+  return t;
+}
+
+EncodingTraits fire() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kFire;
+  t.name = "fire";
+  t.formula = "q.k + MLP(psi(i-j) / psi(max(L, i)))_h, psi(x) = log(cx+1), c, L learned (FIRE)";
+  t.takes_memory = true;
+  t.options = {{"fire_threshold", 512, 1, 1e9, false, "fire: initial value of the threshold L"}};
+  t.layer_parameters = [](const ModelConfig& c) {
+    const double hidden = 32, H = static_cast<double>(c.n_head);
+    return 2 * hidden + hidden * H + H + 2;  // 1 -> 32 -> H MLP with biases, c, L
+  };
+  t.model_parameters = none;
+  t.cost = [](const ModelConfig& c, double b, double /*q*/, double k) {
+    const double hidden = 32, H = static_cast<double>(c.n_head);
+    // The MLP runs once per (query, key) pair per pass, shared by the batch.
+    return PositionCost{0.0, k * (hidden + hidden * H) / b, 6.0};
+  };
+  return t;
+}
+
+EncodingTraits learned_absolute() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kLearnedAbsolute;
+  t.name = "learned_absolute";
+  t.formula = "q.k; a learned table P[t] of max_len positions added to the embeddings (GPT-2)";
+  t.length_limit_key = "max_len";
+  t.options = {{"max_len", 1024, 1, 1 << 24, true, "learned_absolute: positions in the table"}};
+  t.aids = {ExtrapolationAid::kInterpolate};
+  t.layer_parameters = none;
+  t.model_parameters = [](const ModelConfig& c) {
+    return encoding_option(c, "max_len") * static_cast<double>(c.d_model);
+  };
+  t.cost = no_cost;
+  return t;
+}
+
 }  // namespace
 
 const std::vector<EncodingTraits>& encoding_registry() {
   static const std::vector<EncodingTraits> registry = {
-      relative(),
-      absolute(),
-      relative_learned(),
+      relative(), absolute(), relative_learned(), nope(), rope(),
+      alibi(),    t5(),       kerple(),           fire(), learned_absolute(),
   };
   return registry;
+}
+
+namespace {
+
+const std::vector<std::pair<ExtrapolationAid, const char*>>& aid_names() {
+  static const std::vector<std::pair<ExtrapolationAid, const char*>> names = {
+      {ExtrapolationAid::kNone, "none"},
+      {ExtrapolationAid::kPi, "pi"},
+      {ExtrapolationAid::kNtk, "ntk"},
+      {ExtrapolationAid::kYarn, "yarn"},
+      {ExtrapolationAid::kDynamicNtk, "dynamic_ntk"},
+      {ExtrapolationAid::kDynamicYarn, "dynamic_yarn"},
+      {ExtrapolationAid::kInterpolate, "interpolate"},
+  };
+  return names;
+}
+
+}  // namespace
+
+std::string to_string(ExtrapolationAid aid) {
+  for (const auto& [value, name] : aid_names()) {
+    if (value == aid) return name;
+  }
+  return "<invalid aid>";
+}
+
+std::vector<std::string> extrapolation_aid_names() {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : aid_names()) out.emplace_back(name);
+  return out;
+}
+
+ExtrapolationAid parse_extrapolation_aid(const std::string& name, const std::string& key_path) {
+  for (const auto& [value, candidate] : aid_names()) {
+    if (name == candidate) return value;
+  }
+  throw InputError(key_path + ": \"" + name + "\" is not valid; expected one of " +
+                   join(extrapolation_aid_names()));
+}
+
+bool is_dynamic(ExtrapolationAid aid) {
+  return aid == ExtrapolationAid::kDynamicNtk || aid == ExtrapolationAid::kDynamicYarn;
+}
+
+double aid_scale(ExtrapolationAid aid, double factor, int64_t length, int64_t key_len,
+                 int64_t train_len) {
+  if (aid == ExtrapolationAid::kNone) return 1.0;
+  if (factor > 0) return factor;
+  if (train_len < 1) return 1.0;
+  if (aid == ExtrapolationAid::kInterpolate) {
+    // Positions 0..length-1 onto the table's rows 0..train_len-1.
+    if (train_len < 2) return 1.0;
+    return std::max(1.0, static_cast<double>(length - 1) / static_cast<double>(train_len - 1));
+  }
+  const int64_t l = is_dynamic(aid) ? key_len : length;
+  return std::max(1.0, static_cast<double>(l) / static_cast<double>(train_len));
 }
 
 const EncodingTraits& encoding_traits(PosEncoding encoding) {

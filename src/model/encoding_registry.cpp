@@ -6,7 +6,13 @@
 
 #include "txl/config/encodings.h"
 #include "txl/model/encodings/absolute.h"
+#include "txl/model/encodings/alibi.h"
+#include "txl/model/encodings/fire.h"
+#include "txl/model/encodings/kerple.h"
+#include "txl/model/encodings/learned_absolute.h"
 #include "txl/model/encodings/relative.h"
+#include "txl/model/encodings/rope.h"
+#include "txl/model/encodings/t5.h"
 #include "txl/model/position_score.h"
 
 namespace txl {
@@ -30,8 +36,7 @@ const std::vector<EncodingFactory>& factories() {
   static const std::vector<EncodingFactory> table = {
       {PosEncoding::kRelative,
        [](const ModelConfig& c) {
-         return std::make_shared<SinusoidRelativeScore>(c.d_model, c.n_head, c.d_head,
-                                                        c.init_std);
+         return std::make_shared<SinusoidRelativeScore>(c.d_model, c.n_head, c.d_head, c.init_std);
        },
        [](const ModelConfig& c) {
          return std::make_shared<RelativeSinusoidInput>(c.d_model, c.dropout);
@@ -44,6 +49,33 @@ const std::vector<EncodingFactory>& factories() {
                                                        c.init_std);
        },
        nullptr},
+      {PosEncoding::kNope, content, nullptr},
+      {PosEncoding::kRope,
+       [](const ModelConfig& c) {
+         return std::make_shared<RopeScore>(c.d_head, encoding_option(c, "rope_base"));
+       },
+       nullptr},
+      {PosEncoding::kAlibi,
+       [](const ModelConfig& c) { return std::make_shared<AlibiScore>(c.n_head); }, nullptr},
+      {PosEncoding::kT5,
+       [](const ModelConfig& c) {
+         return std::make_shared<T5Score>(c.n_head, c.d_head, encoding_option_int(c, "t5_buckets"),
+                                          encoding_option_int(c, "t5_max_distance"), c.init_std);
+       },
+       nullptr},
+      {PosEncoding::kKerple,
+       [](const ModelConfig& c) { return std::make_shared<KerpleScore>(c.n_head); }, nullptr},
+      {PosEncoding::kFire,
+       [](const ModelConfig& c) {
+         return std::make_shared<FireScore>(c.n_head, encoding_option(c, "fire_threshold"),
+                                            c.init_std);
+       },
+       nullptr},
+      {PosEncoding::kLearnedAbsolute, content,
+       [](const ModelConfig& c) {
+         return std::make_shared<LearnedAbsoluteInput>(encoding_option_int(c, "max_len"), c.d_model,
+                                                       c.init_std);
+       }},
   };
   return table;
 }

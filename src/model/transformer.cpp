@@ -39,6 +39,12 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   auto h = embedding(tokens) * std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
+  pos.aid = options.aid;
+  // Learned tables stretch over their own size, not over the training segment.
+  pos.train_len =
+      options.aid == ExtrapolationAid::kInterpolate ? position_limit(config_) : options.train_len;
+  pos.aid_scale = aid_scale(options.aid, options.aid_factor, options.aid_length,
+                            mem_len + tokens.size(1), pos.train_len);
   h = position->apply(h, mem_len, pos);  // [B, Q, C]
   h = apply_dropout(h, config_.dropout, is_training());
 

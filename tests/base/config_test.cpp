@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "txl/config/encodings.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 namespace {
@@ -195,9 +197,9 @@ TEST(ConfigRoundTrip, EveryFieldSurvivesThroughText) {
 }
 
 TEST(ConfigRoundTrip, EveryEnumValue) {
-  for (PosEncoding e :
-       {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
-    EXPECT_EQ(parse_pos_encoding(to_string(e), "k"), e);
+  for (const auto& t : encoding_registry()) {
+    EXPECT_EQ(parse_pos_encoding(to_string(t.id), "k"), t.id);
+    EXPECT_EQ(to_string(t.id), t.name);
   }
   for (TokenizerKind e : {TokenizerKind::kChar, TokenizerKind::kWord}) {
     EXPECT_EQ(parse_tokenizer_kind(to_string(e), "k"), e);
@@ -213,9 +215,8 @@ TEST(ConfigRoundTrip, EveryEnumValue) {
 TEST(ConfigEnums, ParseErrorListsValidNames) {
   const std::string message =
       input_error_of([] { parse_pos_encoding("relatve", "model.pos_encoding"); });
-  EXPECT_EQ(message,
-            "model.pos_encoding: \"relatve\" is not valid; expected one of relative, absolute, "
-            "relative_learned");
+  EXPECT_EQ(message, "model.pos_encoding: \"relatve\" is not valid; expected one of " +
+                         join(encoding_names()));
   expect_contains(input_error_of([] { parse_tokenizer_kind("bpe", "data.tokenizer"); }),
                   "char, word");
   expect_contains(input_error_of([] { parse_precision("fp16", "train.precision"); }), "fp32, bf16");

@@ -57,10 +57,8 @@ double sum(const std::vector<double>& v) {
   return s;
 }
 
-const std::vector<PosEncoding> kAll = {PosEncoding::kRelative, PosEncoding::kAbsolute,
-                                       PosEncoding::kRelativeLearned};
-const std::vector<PosEncoding> kWithMemory = {PosEncoding::kRelative,
-                                              PosEncoding::kRelativeLearned};
+const std::vector<PosEncoding> kAll = testing::all_encodings();
+const std::vector<PosEncoding> kWithMemory = testing::memory_encodings();
 
 TEST(EvalMethods, NonOverlapEqualsWindowsScoredByHand) {
   const auto ids = random_ids(kTokens, 1);

@@ -47,7 +47,9 @@ TEST_P(Causality, ChangingTokenTLeavesEarlierOutputsUnchanged) {
 }
 
 TEST_P(Causality, HoldsWithMemory) {
-  if (GetParam() == PosEncoding::kAbsolute) GTEST_SKIP() << "absolute encoding has no memory";
+  if (!encoding_traits(GetParam()).takes_memory) {
+    GTEST_SKIP() << encoding_traits(GetParam()).name << " encoding has no memory";
+  }
   auto model = make_model(GetParam());
   torch::NoGradGuard no_grad;
   auto first = torch::randint(kVocab, {2, 5}, torch::kLong);
@@ -69,9 +71,8 @@ TEST_P(Causality, HoldsWithMemory) {
   EXPECT_GT(max_abs_diff(logits_of(model, tokens, other_mem), base), 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Encodings, Causality,
-                         ::testing::Values(PosEncoding::kRelative, PosEncoding::kAbsolute,
-                                           PosEncoding::kRelativeLearned));
+INSTANTIATE_TEST_SUITE_P(Encodings, Causality, ::testing::ValuesIn(testing::all_encodings()),
+                         testing::EncodingName());
 
 class MemoryEquivalence : public ::testing::TestWithParam<std::tuple<PosEncoding, bool>> {};
 
@@ -106,9 +107,12 @@ TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, MemoryEquivalence,
-                         ::testing::Combine(::testing::Values(PosEncoding::kRelative,
-                                                              PosEncoding::kRelativeLearned),
-                                            ::testing::Bool()));
+                         ::testing::Combine(::testing::ValuesIn(testing::memory_encodings()),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(encoding_traits(std::get<0>(info.param)).name) +
+                                  (std::get<1>(info.param) ? "_pre_norm" : "_post_norm");
+                         });
 
 TEST(MemoryUpdate, KeepsTheLastPositionsDetached) {
   auto model = make_model(PosEncoding::kRelative);

@@ -28,7 +28,8 @@ torch::Tensor full_logits(TransformerLM& model, const std::vector<int64_t>& ids)
 }
 
 TEST(Sampling, MemoryFeederEqualsOneFullContextPassAtEveryStep) {
-  for (auto encoding : {PosEncoding::kRelative, PosEncoding::kRelativeLearned}) {
+  for (auto encoding : testing::memory_encodings()) {
+    SCOPED_TRACE(encoding_traits(encoding).name);
     auto model = make_model(encoding);
     const std::vector<int64_t> ids = {1, 4, 2, 9, 3, 3, 7, 0, 5, 6, 2, 8};
     const auto full = full_logits(model, ids);

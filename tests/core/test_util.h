@@ -3,7 +3,11 @@
 
 #include <torch/torch.h>
 
+#include <string>
+#include <vector>
+
 #include "txl/config/config.h"
+#include "txl/config/encodings.h"
 
 namespace txl::testing {
 
@@ -22,6 +26,28 @@ inline ModelConfig tiny_model(PosEncoding encoding) {
   c.init_std = 0.2;    // larger than 0.02 so position terms are not negligible
   return c;
 }
+
+// Every registered encoding, and those that take memory: tests iterate these, so a new
+// encoding is tested by every registry-driven test without editing it.
+inline std::vector<PosEncoding> all_encodings() {
+  std::vector<PosEncoding> out;
+  for (const auto& t : encoding_registry()) out.push_back(t.id);
+  return out;
+}
+inline std::vector<PosEncoding> memory_encodings() {
+  std::vector<PosEncoding> out;
+  for (const auto& t : encoding_registry()) {
+    if (t.takes_memory) out.push_back(t.id);
+  }
+  return out;
+}
+// gtest parameter names: the encoding's name instead of "4-byte object <02-00 00-00>".
+struct EncodingName {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    return encoding_traits(info.param).name;
+  }
+};
 
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();

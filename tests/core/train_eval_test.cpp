@@ -71,8 +71,8 @@ TEST(Training, TinyModelOverfitsShortText) {
 TEST(Checkpoint, EvaluationAfterReloadEqualsBeforeSaving) {
   torch::manual_seed(2);
   const auto ids = tiny_text_ids();
-  for (auto encoding :
-       {PosEncoding::kRelative, PosEncoding::kAbsolute, PosEncoding::kRelativeLearned}) {
+  for (auto encoding : testing::all_encodings()) {
+    SCOPED_TRACE(encoding_traits(encoding).name);
     auto cfg = testing::tiny_model(encoding);
     TransformerLM model(cfg, 14);
     EvalRequest request;

@@ -20,7 +20,18 @@ namespace txl {
 inline constexpr int64_t kMaxThreads = 1024;
 
 enum class TokenizerKind { kChar, kWord };
-enum class PosEncoding { kRelative, kAbsolute, kRelativeLearned };
+enum class PosEncoding {
+  kRelative,
+  kAbsolute,
+  kRelativeLearned,
+  kNope,
+  kRope,
+  kAlibi,
+  kT5,
+  kKerple,
+  kFire,
+  kLearnedAbsolute
+};
 enum class Precision { kFp32, kBf16 };
 
 // Names as they appear in JSON; parse_* throw InputError listing the valid names.

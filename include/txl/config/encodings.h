@@ -16,6 +16,27 @@
 
 namespace txl {
 
+// Ways to stretch an encoding past its training length at evaluation (txl eval --aid).
+//   pi            RoPE positions x 1/s (position interpolation)
+//   ntk           RoPE base b' = b * s^(D/(D-2))
+//   yarn          RoPE NTK-by-parts (alpha 1, beta 32) and attention temperature 0.1 ln s + 1
+//   dynamic_ntk   ntk, dynamic_yarn: yarn, with s from the keys of each pass, max(1, K/L)
+//   dynamic_yarn
+//   interpolate   learned_absolute: the position table read at positions x 1/s (linear)
+// s is --aid-factor, or (0) derived: max(1, evaluated length / training length).
+enum class ExtrapolationAid { kNone, kPi, kNtk, kYarn, kDynamicNtk, kDynamicYarn, kInterpolate };
+
+std::string to_string(ExtrapolationAid aid);
+ExtrapolationAid parse_extrapolation_aid(const std::string& name, const std::string& key_path);
+std::vector<std::string> extrapolation_aid_names();
+bool is_dynamic(ExtrapolationAid aid);
+
+// s for one pass: `factor` when > 0; else derived from the evaluated length (dynamic aids:
+// the pass's keys) over the training length, at least 1. For interpolate, train_len is the
+// table's size and s maps positions 0..length-1 onto its rows.
+double aid_scale(ExtrapolationAid aid, double factor, int64_t length, int64_t key_len,
+                 int64_t train_len);
+
 // A numeric option of one encoding: a key of the "model" section only that encoding reads.
 struct EncodingOption {
   const char* key;       // JSON key in "model", unique across encodings, e.g. "rope_base"
@@ -37,14 +58,15 @@ struct PositionCost {
 
 struct EncodingTraits {
   PosEncoding id;
-  const char* name;     // model.pos_encoding value
-  const char* formula;  // one line: what the encoding adds, for `txl encodings` and the README
-  bool takes_memory;    // distance-based: works with train.mem_len > 0 and --method memory
-  bool uses_clamp_len;  // model.clamp_len / --clamp-len caps its distances
-  bool uses_max_rel_dist;                // reads model.max_rel_dist
-  const char* length_limit_key;          // option that caps the positions it can encode
-                                         // (nullptr: none)
-  std::vector<EncodingOption> options;   // its own "model" keys
+  const char* name;        // model.pos_encoding value
+  const char* formula;     // one line: what the encoding adds, for `txl encodings` and the README
+  bool takes_memory;       // distance-based: works with train.mem_len > 0 and --method memory
+  bool uses_clamp_len;     // model.clamp_len / --clamp-len caps its distances
+  bool uses_max_rel_dist;  // reads model.max_rel_dist
+  const char* length_limit_key;         // option that caps the positions it can encode
+                                        // (nullptr: none)
+  std::vector<EncodingOption> options;  // its own "model" keys
+  std::vector<ExtrapolationAid> aids;   // what --aid accepts beside none
   // Parameters it adds per layer (beside q, k, v, out, LayerNorm) and once per model.
   double (*layer_parameters)(const ModelConfig& c);
   double (*model_parameters)(const ModelConfig& c);

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "txl/config/config.h"
+#include "txl/config/encodings.h"
 
 namespace txl {
 
@@ -26,6 +27,9 @@ struct PositionContext {
   int64_t mem_len = 0;      // M
   int64_t clamp_len = 0;    // cap on distances (encodings with uses_clamp_len; 0 = none)
   torch::Tensor sinusoids;  // [K, C] relative_sinusoids (relative only; undefined otherwise)
+  ExtrapolationAid aid = ExtrapolationAid::kNone;  // evaluation only (encodings.h)
+  double aid_scale = 1.0;                          // s >= 1 for this pass
+  int64_t train_len = 0;                           // L: keys per training segment
 };
 
 class PositionScoreImpl : public torch::nn::Module {
