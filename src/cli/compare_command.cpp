@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
+#include "txl/config/encodings.h"
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/compare.h"
@@ -40,6 +42,49 @@ std::string vocab_summary(const LoadedRun& run) {
                      run.vocab.size(), run.vocab.checksum());
 }
 
+// One positional argument of compare: DIR, DIR@aid or DIR@aid:factor.
+struct RunSpec {
+  std::string dir;
+  std::string suffix;  // "@aid..." as given, appended to the column's name ("" without one)
+  EvalSettings settings;
+};
+
+RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base) {
+  RunSpec spec{arg, "", base};
+  const size_t at = arg.rfind('@');
+  // A folder may contain '@': only a known aid after it makes it a spec.
+  if (at == std::string::npos || at == 0 || fs::exists(arg)) return spec;
+  const std::string tail = arg.substr(at + 1);
+  const size_t colon = tail.find(':');
+  const std::string name = tail.substr(0, colon);
+  const auto names = extrapolation_aid_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return spec;
+  spec.dir = arg.substr(0, at);
+  spec.suffix = "@" + tail;
+  spec.settings.aid = parse_extrapolation_aid(name, arg);
+  if (colon != std::string::npos) {
+    const std::string factor = tail.substr(colon + 1);
+    char* end = nullptr;
+    const double value = std::strtod(factor.c_str(), &end);
+    if (factor.empty() || *end != '\0' || !(value >= 1) || !std::isfinite(value)) {
+      throw InputError(arg + ": the aid factor \"" + factor +
+                       "\" is not valid; expected a number >= 1, e.g. " + spec.dir + "@" + name +
+                       ":4");
+    }
+    spec.settings.aid_factor = value;
+  }
+  return spec;
+}
+
+// Why this length cannot be evaluated at all ("" when it can): past a learned table.
+std::string past_table(const ModelConfig& model, const EvalRequest& r) {
+  const int64_t limit = position_limit(model);
+  if (r.length <= limit || r.aid == ExtrapolationAid::kInterpolate) return "";
+  return fmt::format("past the {} positions of {} (model.{}; add @interpolate to the run)", limit,
+                     to_string(model.pos_encoding),
+                     encoding_traits(model.pos_encoding).length_limit_key);
+}
+
 PlotSpec make_plot_spec(const Comparison& c) {
   PlotSpec spec;
   spec.title = fmt::format("{}: perplexity vs evaluated length (method {}, {} split)", c.corpus,
@@ -51,7 +96,9 @@ PlotSpec make_plot_spec(const Comparison& c) {
     if (!run.supported) continue;
     PlotSeries s;
     s.label = fmt::format("{} ({})", run.name, run.encoding);
-    for (const auto& e : run.results) {
+    for (size_t i = 0; i < run.results.size(); ++i) {
+      if (!run.evaluated(i)) continue;  // past a learned table
+      const auto& e = run.results[i];
       const auto ci = mean_nll_interval(e, c.bootstrap);
       s.x.push_back(e.length);
       s.y.push_back(e.ppl());
@@ -77,12 +124,15 @@ int run_compare(const CompareCommandOptions& o) {
     throw InputError("--plot " + o.plot_path + " must end in .png (an .svg is written next to it)");
   }
 
-  // 2. The runs: complete, same vocabulary, same text to score.
+  // 2. The runs: complete, same vocabulary, same text to score. A run given as DIR@aid
+  // (DIR@aid:factor) is evaluated with that aid, so one run can stand in several columns.
+  std::vector<RunSpec> specs;
+  for (const auto& arg : o.run_dirs) specs.push_back(parse_run_spec(arg, settings));
   std::vector<LoadedRun> runs;
-  for (const auto& dir : o.run_dirs) runs.push_back(load_run(dir, o.checkpoint));
+  for (const auto& spec : specs) runs.push_back(load_run(spec.dir, o.checkpoint));
   for (size_t i = 1; i < runs.size(); ++i) {
     if (runs[i].vocab.checksum() != runs[0].vocab.checksum()) {
-      throw InputError("runs " + o.run_dirs[0] + " and " + o.run_dirs[i] +
+      throw InputError("runs " + specs[0].dir + " and " + specs[i].dir +
                        " have different vocabularies (" + vocab_summary(runs[0]) + " vs " +
                        vocab_summary(runs[i]) +
                        "); compare needs runs trained with the same tokenizer on the same corpus");
@@ -91,12 +141,16 @@ int run_compare(const CompareCommandOptions& o) {
   const std::string split = o.split.empty() ? runs[0].config.eval.split : o.split;
   const auto lengths = cli_lengths.empty() ? runs[0].config.eval.lengths : cli_lengths;
   std::vector<bool> supported(runs.size());
+  std::vector<std::vector<std::string>> skipped(runs.size());
   for (size_t r = 0; r < runs.size(); ++r) {
     supported[r] = settings.method != EvalMethod::kMemory || runs[r].model->has_memory();
     if (!supported[r]) continue;
     for (const int64_t length : lengths) {
-      check_eval_request(runs[r].model,
-                         make_eval_request(settings, length, runs[r].config.eval.batch_tokens));
+      const auto request =
+          make_eval_request(specs[r].settings, length, runs[r].config.eval.batch_tokens,
+                            training_length(runs[r].config));
+      skipped[r].push_back(past_table(runs[r].config.model, request));
+      if (skipped[r].back().empty()) check_eval_request(runs[r].model, request);
     }
   }
   if (std::none_of(supported.begin(), supported.end(), [](bool s) { return s; })) {
@@ -133,19 +187,30 @@ int run_compare(const CompareCommandOptions& o) {
   for (size_t r = 0; r < runs.size(); ++r) {
     auto& run = runs[r];
     CompareRun cr;
-    cr.dir = o.run_dirs[r];
-    cr.name = run_name(cr.dir);
+    cr.dir = specs[r].dir;
+    cr.name = run_name(cr.dir) + specs[r].suffix;
     cr.encoding = to_string(run.config.model.pos_encoding);
     cr.train_length = run.config.train.tgt_len;
     cr.checkpoint_step = run.state.step;
     cr.supported = supported[r];
+    cr.skipped = skipped[r];
     CachedEvaluator evaluator(run, o.checkpoint, split, splits[run.config.data.dir], !o.no_cache);
     cr.checkpoint = evaluator.subject().checkpoint;
     if (cr.supported) {
-      for (const int64_t length : lengths) {
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        const int64_t length = lengths[i];
         bool cached = false;
+        if (!cr.skipped[i].empty()) {
+          EvalResult none;
+          none.length = length;
+          cr.results.push_back(none);
+          cr.cached.push_back(false);
+          continue;
+        }
         cr.results.push_back(evaluator.evaluate(
-            make_eval_request(settings, length, run.config.eval.batch_tokens), &cached));
+            make_eval_request(specs[r].settings, length, run.config.eval.batch_tokens,
+                              training_length(run.config)),
+            &cached));
         cr.cached.push_back(cached);
         fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
                    cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");
@@ -180,7 +245,9 @@ void setup_compare(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "compare",
       "Evaluate several runs on the same tokens and compare them side by side (table, JSON, plot)");
-  cmd->add_option("runs", o->run_dirs, "Run directories written by txl train (same vocabulary)")
+  cmd->add_option("runs", o->run_dirs,
+                  "Run directories written by txl train (same vocabulary); DIR@aid or "
+                  "DIR@aid:factor evaluates that run with an aid (e.g. runs/rope@yarn)")
       ->required();
   add_eval_options(cmd, *o,
                    {"the first run's", "each run's",

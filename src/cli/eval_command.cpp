@@ -33,7 +33,8 @@ int run_eval(const EvalCommandOptions& o) {
   const auto lengths = cli_lengths.empty() ? run.config.eval.lengths : cli_lengths;
   const int64_t batch_tokens = run.config.eval.batch_tokens;
   for (const int64_t length : lengths) {
-    check_eval_request(run.model, make_eval_request(settings, length, batch_tokens));
+    check_eval_request(
+        run.model, make_eval_request(settings, length, batch_tokens, training_length(run.config)));
   }
   set_threads(o.threads);
 
@@ -51,8 +52,8 @@ int run_eval(const EvalCommandOptions& o) {
   report.per_position = o.per_position;
   for (const int64_t length : lengths) {
     bool cached = false;
-    report.results.push_back(
-        evaluator.evaluate(make_eval_request(settings, length, batch_tokens), &cached));
+    report.results.push_back(evaluator.evaluate(
+        make_eval_request(settings, length, batch_tokens, training_length(run.config)), &cached));
     report.cached.push_back(cached);
     const auto& r = report.results.back();
     fmt::print(stderr, "  length {:>6}: ppl {:.3f} over {} tokens{}\n", length, r.ppl(), r.tokens,

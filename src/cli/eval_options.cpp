@@ -1,5 +1,10 @@
 #include "txl/cli/eval_options.h"
 
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+
+#include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
 #include "txl/util/error.h"
 
@@ -19,6 +24,11 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--clamp-len", o.clamp_len,
                   "relative: cap distances, >= 0 (0 = no cap; default: " + help.clamp_from +
                       " model.clamp_len)");
+  cmd->add_option("--aid", o.aid,
+                  "Extrapolation aid: none | pi | ntk | yarn | dynamic_ntk | dynamic_yarn (rope), "
+                  "interpolate (learned_absolute); see txl encodings");
+  cmd->add_option("--aid-factor", o.aid_factor,
+                  "The aid's scale s >= 1 (default 0: max(1, L / training length))");
   cmd->add_option("--max-tokens", o.max_tokens,
                   "Score at most this many tokens (0 = the whole split)");
   cmd->add_option("--checkpoint", o.checkpoint, "best or last");
@@ -51,6 +61,12 @@ CheckedEvalOptions check_eval_options(const EvalCliOptions& o) {
                      "the run's model.clamp_len)");
   }
   check_threads(o.threads, "--threads");
+  c.settings.aid = parse_extrapolation_aid(o.aid, "--aid");
+  if (!(o.aid_factor == 0 || o.aid_factor >= 1) || !std::isfinite(o.aid_factor)) {
+    throw InputError("--aid-factor " + fmt::format("{:g}", o.aid_factor) +
+                     " is not valid; expected a scale >= 1, or 0 to derive it from the length");
+  }
+  c.settings.aid_factor = o.aid_factor;
   c.settings.stride = o.stride.value_or(0);
   c.settings.mem_len = o.mem_len.value_or(-1);
   c.settings.clamp_len = o.clamp_len.value_or(-1);

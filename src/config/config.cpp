@@ -103,6 +103,14 @@ std::string shown(double value) {
   return json(value).dump();
 }
 
+// A number as people write it: whole numbers without ".0" (1e12 as 1000000000000).
+std::string shown_number(double value) {
+  if (std::isfinite(value) && std::abs(value) < 1e15 && value == std::floor(value)) {
+    return std::to_string(static_cast<int64_t>(value));
+  }
+  return shown(value);
+}
+
 // Edits (insert, delete, replace, swap of neighbours) that turn `a` into `b`; a swap counts
 // once because "modle" for "model" is the typo people make.
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -408,9 +416,9 @@ void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
                        "'s options: " + (own.empty() ? std::string("none") : join(own)) + ")");
     }
     if (!(value >= option->min && value <= option->max)) {
-      throw InputError("model." + key + " (" + shown(value) + ") must be in [" +
-                       shown(option->min) + ", " + shown(option->max) + "] for pos_encoding " +
-                       traits.name);
+      throw InputError("model." + key + " (" + shown_number(value) + ") must be in [" +
+                       shown_number(option->min) + ", " + shown_number(option->max) +
+                       "] for pos_encoding " + traits.name);
     }
   }
   if (!traits.takes_memory && train.mem_len != 0) {

@@ -65,7 +65,10 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
           {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
           {"max_tokens", r.max_tokens},
           {"precision", to_string(r.precision)},
-          {"position_buckets", r.position_buckets}};
+          {"position_buckets", r.position_buckets},
+          {"aid", to_string(r.aid)},
+          {"aid_factor", r.aid_factor},
+          {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}};
 }
 
 std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k) {
@@ -80,6 +83,10 @@ std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k)
                       k.at("position_buckets").get<int64_t>(),
                       std::filesystem::path(k.at("checkpoint").get<std::string>()).stem().string(),
                       k.at("checkpoint_step").get<int64_t>());
+  if (k.at("aid") != "none") {
+    name.insert(name.size() - 5, fmt::format("-A{}-F{:g}", k.at("aid").get<std::string>(),
+                                             k.at("aid_factor").get<double>()));
+  }
   return run_dir + "/eval-cache/" + name;
 }
 
@@ -89,6 +96,8 @@ nlohmann::json result_to_json(const EvalResult& r) {
           {"stride", r.stride},
           {"mem_len", r.mem_len},
           {"streams", r.streams},
+          {"aid", to_string(r.aid)},
+          {"aid_factor", r.aid_factor},
           {"tokens", r.tokens},
           {"nll_sum", r.nll},
           {"window_nll", r.window_nll},
@@ -105,6 +114,8 @@ EvalResult result_from_json(const nlohmann::json& j) {
   r.stride = j.at("stride").get<int64_t>();
   r.mem_len = j.at("mem_len").get<int64_t>();
   r.streams = j.at("streams").get<int64_t>();
+  r.aid = parse_extrapolation_aid(j.at("aid").get<std::string>(), "aid");
+  r.aid_factor = j.at("aid_factor").get<double>();
   r.tokens = j.at("tokens").get<int64_t>();
   r.nll = j.at("nll_sum").get<double>();
   r.window_nll = j.at("window_nll").get<std::vector<double>>();

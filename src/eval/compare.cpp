@@ -23,7 +23,7 @@ std::string pad_left(const std::string& s, size_t width) {
 }
 
 std::string cell(const Comparison& c, const CompareRun& run, size_t i) {
-  if (!run.supported) return "n/a";
+  if (!run.evaluated(i)) return "n/a";
   const auto& e = run.results[i];
   const auto ci = mean_nll_interval(e, c.bootstrap);
   std::string s = fmt::format("{:.3f}", e.ppl());
@@ -49,6 +49,10 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   for (const auto& run : c.runs) {
     nlohmann::json results = nlohmann::json::array();
     for (size_t i = 0; i < run.results.size(); ++i) {
+      if (!run.evaluated(i)) {
+        results.push_back({{"length", run.results[i].length}, {"skipped", run.skipped[i]}});
+        continue;
+      }
       auto row = summary_to_json(run.results[i], chars, c.bootstrap);
       row["cached"] = i < run.cached.size() && run.cached[i];
       if (c.per_position) row["per_position"] = per_position_to_json(run.results[i]);
@@ -74,6 +78,10 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   if (has_paired(c)) {
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < c.lengths.size(); ++i) {
+      if (!c.runs[0].evaluated(i) || !c.runs[1].evaluated(i)) {
+        rows.push_back({{"length", c.lengths[i]}, {"skipped", true}});
+        continue;
+      }
       const auto d = paired_at(c, i);
       rows.push_back({{"length", c.lengths[i]},
                       {"tokens", d.tokens},
@@ -107,6 +115,10 @@ std::string format_comparison_table(const Comparison& c) {
     out += fmt::format("  {}: {} encoding, trained at length {}, {} step {}{}\n", run.name,
                        run.encoding, run.train_length, run.checkpoint, run.checkpoint_step,
                        run.supported ? "" : " (n/a: method memory needs an encoding with memory)");
+    for (size_t i = 0; i < run.skipped.size(); ++i) {
+      if (!run.skipped[i].empty())
+        out += fmt::format("    n/a at {}: {}\n", c.lengths[i], run.skipped[i]);
+    }
   }
 
   std::vector<std::string> headers;
@@ -130,13 +142,17 @@ std::string format_comparison_table(const Comparison& c) {
   for (size_t i = 0; i < c.lengths.size(); ++i) {
     std::string setting = "-";
     int64_t tokens = 0;
-    if (any) {
-      setting = method_setting(any->results[i]);
-      tokens = any->results[i].tokens;
+    for (const auto& run : c.runs) {
+      if (!run.evaluated(i)) continue;
+      setting = method_setting(run.results[i]);
+      tokens = run.results[i].tokens;
+      break;
     }
     std::string line = fmt::format("{:>8} {:>12} {:>10}", c.lengths[i], setting, tokens);
     for (size_t r = 0; r < c.runs.size(); ++r) line += " | " + pad_left(cells[i][r], widths[r]);
-    if (paired) {
+    if (paired && (!c.runs[0].evaluated(i) || !c.runs[1].evaluated(i))) {
+      line += fmt::format(" | {:>31} {:>25}", "n/a", "n/a");
+    } else if (paired) {
       const auto d = paired_at(c, i);
       const std::string diff =
           d.diff.valid ? fmt::format("{:+.4f} [{:+.4f},{:+.4f}]", d.mean_diff, d.diff.lo, d.diff.hi)
@@ -166,7 +182,9 @@ std::string format_comparison_table(const Comparison& c) {
     for (const auto& run : c.runs) {
       if (!run.supported) continue;
       out += fmt::format(" {}:\n", run.name);
-      for (const auto& e : run.results) out += format_per_position(e) + "\n";
+      for (size_t i = 0; i < run.results.size(); ++i) {
+        if (run.evaluated(i)) out += format_per_position(run.results[i]) + "\n";
+      }
     }
   }
   return out;

@@ -1,9 +1,13 @@
 #include "txl/eval/evaluate.h"
 
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "txl/platform/runtime.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -63,6 +67,10 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   ForwardOptions opts;
   opts.targets = targets;
   opts.clamp_len = request.clamp_len;
+  opts.aid = request.aid;
+  opts.aid_factor = request.aid_factor;
+  opts.aid_length = request.length;
+  opts.train_len = request.train_len;
   opts.keep_memory = next_memory ? request.mem_len : 0;
   auto out = model->forward(inputs, memory, opts);
   if (next_memory) *next_memory = std::move(out.memory);
@@ -159,6 +167,57 @@ int64_t effective_stride(const EvalRequest& request) {
   return request.stride > 0 ? request.stride : std::max<int64_t>(1, request.length / 2);
 }
 
+int64_t training_length(const Config& config) {
+  const bool memory = encoding_traits(config.model.pos_encoding).takes_memory;
+  return config.train.tgt_len + (memory ? config.train.mem_len : 0);
+}
+
+std::string aid_label(ExtrapolationAid aid, double factor) {
+  if (aid == ExtrapolationAid::kNone) return "";
+  if (factor <= 0) return to_string(aid);
+  return fmt::format("{} x{:g}", to_string(aid), factor);
+}
+
+namespace {
+
+// The aid must be one the encoding has; a window longer than a learned table needs one.
+void check_aid(const ModelConfig& model, const EvalRequest& r) {
+  const EncodingTraits& traits = encoding_traits(model.pos_encoding);
+  if (r.aid != ExtrapolationAid::kNone &&
+      std::find(traits.aids.begin(), traits.aids.end(), r.aid) == traits.aids.end()) {
+    std::vector<std::string> names;
+    for (const auto aid : traits.aids) names.push_back(to_string(aid));
+    throw InputError("--aid " + to_string(r.aid) + " does not apply to model.pos_encoding " +
+                     traits.name + " (its aids: " + (names.empty() ? "none" : join(names)) + ")");
+  }
+  if (r.aid_factor < 0 || !std::isfinite(r.aid_factor)) {
+    throw InputError("--aid-factor must be >= 1 (or 0 = derived), got " +
+                     fmt::format("{}", r.aid_factor));
+  }
+  if (r.aid_factor > 0 && r.aid_factor < 1) {
+    throw InputError("--aid-factor must be >= 1 (or 0 = derived), got " +
+                     fmt::format("{}", r.aid_factor));
+  }
+  const int64_t limit = position_limit(model);
+  if (r.length > limit && r.aid != ExtrapolationAid::kInterpolate) {
+    throw InputError("length " + std::to_string(r.length) + " is past the " +
+                     std::to_string(limit) + " positions of model.pos_encoding " + traits.name +
+                     " (model." + traits.length_limit_key +
+                     "): a learned table has no rows for later positions; evaluate up to " +
+                     std::to_string(limit) + " or add --aid interpolate");
+  }
+  if (r.aid == ExtrapolationAid::kInterpolate && r.aid_factor > 0 &&
+      static_cast<double>(r.length - 1) / r.aid_factor > static_cast<double>(limit - 1)) {
+    throw InputError("--aid-factor " + fmt::format("{:g}", r.aid_factor) + " maps length " +
+                     std::to_string(r.length) + " past the " + std::to_string(limit) +
+                     " positions of the table; use at least " +
+                     fmt::format("{:g}", static_cast<double>(r.length - 1) / (limit - 1)) +
+                     " or 0 (derived)");
+  }
+}
+
+}  // namespace
+
 double EvalResult::ppl() const { return std::exp(mean_nll()); }
 double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
 
@@ -175,6 +234,7 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
         "--method memory needs an encoding with memory; this run uses model.pos_encoding = " +
         to_string(model->config().pos_encoding) + " (use nonoverlap or sliding)");
   }
+  check_aid(model->config(), r);
   if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
   if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
   if (r.clamp_len < -1) {
@@ -193,6 +253,8 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
 
   EvalResult result;
   result.method = request.method;
+  result.aid = request.aid;
+  result.aid_factor = request.aid_factor;
   result.length = request.length;
   result.mem_len = request.method == EvalMethod::kMemory ? request.mem_len : 0;
   result.streams = request.method == EvalMethod::kMemory ? std::min(request.streams, n_targets) : 0;

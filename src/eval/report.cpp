@@ -35,7 +35,9 @@ std::string describe_method(const EvalResult& r) {
   return "?";
 }
 
-std::string method_setting(const EvalResult& r) {
+namespace {
+
+std::string method_only_setting(const EvalResult& r) {
   switch (r.method) {
     case EvalMethod::kNonOverlap:
       return "-";
@@ -45,6 +47,15 @@ std::string method_setting(const EvalResult& r) {
       return fmt::format("mem {} x{}", r.mem_len, r.streams);
   }
   return "?";
+}
+
+}  // namespace
+
+std::string method_setting(const EvalResult& r) {
+  const std::string aid = aid_label(r.aid, r.aid_factor);
+  const std::string method = method_only_setting(r);
+  if (aid.empty()) return method;
+  return method == "-" ? aid : method + ", " + aid;
 }
 
 nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapOptions& bootstrap) {
@@ -62,6 +73,10 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
     row["bpc"] = e.bpc();
     row["bpc_lo"] = maybe(ci.valid, to_bits(ci.lo));
     row["bpc_hi"] = maybe(ci.valid, to_bits(ci.hi));
+  }
+  if (e.aid != ExtrapolationAid::kNone) {
+    row["aid"] = to_string(e.aid);
+    row["aid_factor"] = e.aid_factor;
   }
   if (e.method == EvalMethod::kSliding) row["stride"] = e.stride;
   if (e.method == EvalMethod::kMemory) {

@@ -2,7 +2,8 @@
 
 namespace txl {
 
-EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t batch_tokens) {
+EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t batch_tokens,
+                              int64_t train_len) {
   EvalRequest r;
   r.method = s.method;
   r.length = length;
@@ -14,6 +15,9 @@ EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t bat
   r.max_tokens = s.max_tokens;
   r.precision = s.precision;
   r.position_buckets = kPositionBuckets;
+  r.aid = s.aid;
+  r.aid_factor = s.aid_factor;
+  r.train_len = train_len;
   return r;
 }
 

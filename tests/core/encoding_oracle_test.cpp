@@ -109,7 +109,7 @@ double t5(const Case& x) {
   auto& s = dynamic_cast<T5Score&>(x.score);
   const int64_t n = std::max<int64_t>(x.mem_len + x.i - x.j, 0);  // t5 ignores clamp_len
   return dot64(x.qi, x.kj) + std::sqrt(double(x.c.d_head)) *
-                               at(s.table, {t5_bucket(n, s.buckets, s.max_distance), x.h});
+                                 at(s.table, {t5_bucket(n, s.buckets, s.max_distance), x.h});
 }
 
 double kerple(const Case& x) {
@@ -216,7 +216,8 @@ TEST(Alibi, SlopesMatchThePaper) {
   auto expect = [](int64_t heads, const std::vector<double>& want) {
     const auto got = alibi_slopes(heads);
     ASSERT_EQ(got.size(), want.size()) << heads;
-    for (size_t h = 0; h < want.size(); ++h) EXPECT_NEAR(got[h], want[h], 1e-12) << heads << " " << h;
+    for (size_t h = 0; h < want.size(); ++h)
+      EXPECT_NEAR(got[h], want[h], 1e-12) << heads << " " << h;
   };
   expect(4, {1.0 / 4, 1.0 / 16, 1.0 / 64, 1.0 / 256});
   expect(6, {1.0 / 4, 1.0 / 16, 1.0 / 64, 1.0 / 256, 1.0 / 2, 1.0 / 8});

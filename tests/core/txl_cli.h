@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "txl/config/encodings.h"
 
 namespace txl::cli_test {
 
@@ -102,7 +103,8 @@ inline std::string write_corpus(const std::string& dir, const std::string& train
 inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir,
                            const std::string& encoding, const std::string& tokenizer = "char",
                            int steps = 3, const std::vector<std::string>& extra = {}) {
-  const bool absolute = encoding == "absolute";
+  // Encodings without memory (absolute, learned_absolute) refuse train.mem_len > 0.
+  const bool absolute = !encoding_traits(parse_pos_encoding(encoding, "encoding")).takes_memory;
   const std::string config = run_dir + ".config.json";
   write_text(config,
              std::string("{\"data\": {\"dir\": \"") + corpus + "\", \"tokenizer\": \"" + tokenizer +

@@ -13,5 +13,6 @@ void setup_info(CLI::App& app, int& exit_code);
 void setup_bench(CLI::App& app, int& exit_code);
 void setup_compare(CLI::App& app, int& exit_code);
 void setup_sample(CLI::App& app, int& exit_code);
+void setup_encodings(CLI::App& app, int& exit_code);
 
 }  // namespace txl

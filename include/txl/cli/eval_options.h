@@ -25,6 +25,8 @@ struct EvalCliOptions {
   std::optional<int64_t> stride;
   std::optional<int64_t> mem_len;
   std::optional<int64_t> clamp_len;
+  std::string aid = "none";  // extrapolation aid (config/encodings.h)
+  double aid_factor = 0.0;   // 0 = derived from the length and the training length
   int64_t streams = 16;
   int64_t max_tokens = 0;
   int64_t threads = 0;

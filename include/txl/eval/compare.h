@@ -25,6 +25,12 @@ struct CompareRun {
   bool supported = true;
   std::vector<EvalResult> results;  // one per length, same order as Comparison::lengths
   std::vector<bool> cached;         // per result: reused from RUN/eval-cache
+  // Per length: why it was not evaluated ("" = evaluated; e.g. past a learned table). A
+  // skipped length's result is empty and its cell reads "n/a".
+  std::vector<std::string> skipped;
+  bool evaluated(size_t i) const {
+    return supported && (i >= skipped.size() || skipped[i].empty());
+  }
 };
 
 struct Comparison {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "txl/config/config.h"
+#include "txl/config/encodings.h"
 #include "txl/model/transformer.h"
 
 namespace txl {
@@ -36,7 +37,17 @@ struct EvalRequest {
   int64_t max_tokens = 0;       // score at most this many tokens from the start (0 = all)
   Precision precision = Precision::kFp32;
   int64_t position_buckets = 0;  // > 0: also report mean NLL per window position, bucketed
+  ExtrapolationAid aid = ExtrapolationAid::kNone;  // config/encodings.h
+  double aid_factor = 0.0;                         // s (0 = derived from L / train_len)
+  int64_t train_len = 0;  // keys per training segment of the run (training_length)
 };
+
+// The longest key range a run saw in training: tgt_len, plus mem_len where the encoding
+// takes memory. What a derived aid factor divides by.
+int64_t training_length(const Config& config);
+
+// "yarn", "pi x4", "" for none: how reports name an aid.
+std::string aid_label(ExtrapolationAid aid, double factor);
 
 // The sliding stride a request resolves to (0 = L/2, at least 1); 0 for other methods.
 int64_t effective_stride(const EvalRequest& request);
@@ -47,8 +58,10 @@ struct EvalResult {
   int64_t stride = 0;   // sliding only
   int64_t mem_len = 0;  // memory only
   int64_t streams = 0;  // memory only
-  int64_t tokens = 0;   // tokens scored
-  double nll = 0.0;     // total NLL (nats)
+  ExtrapolationAid aid = ExtrapolationAid::kNone;
+  double aid_factor = 0.0;  // as requested (0 = derived per length)
+  int64_t tokens = 0;       // tokens scored
+  double nll = 0.0;         // total NLL (nats)
   // Per window (nonoverlap, sliding) or per segment of one stream (memory): NLL sum and
   // tokens scored. Windows come in a fixed order (memory: segment-major, stream-minor), so
   // two models evaluated with the same request have aligned windows.

@@ -19,8 +19,12 @@ struct EvalSettings {
   int64_t streams = 16;    // memory: parallel contiguous streams (batch rows)
   int64_t max_tokens = 0;  // 0 = the whole split
   Precision precision = Precision::kFp32;
+  ExtrapolationAid aid = ExtrapolationAid::kNone;  // --aid
+  double aid_factor = 0.0;                         // --aid-factor (0 = derived)
 };
 
-EvalRequest make_eval_request(const EvalSettings& settings, int64_t length, int64_t batch_tokens);
+// train_len: the run's training_length (what a derived aid factor divides by).
+EvalRequest make_eval_request(const EvalSettings& settings, int64_t length, int64_t batch_tokens,
+                              int64_t train_len = 0);
 
 }  // namespace txl

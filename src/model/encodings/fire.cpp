@@ -27,8 +27,8 @@ torch::Tensor FireScore::bias(int64_t query_len, const PositionContext& pos,
                .to(torch::kFloat32);  // [Q, K]
   auto p = torch::arange(pos.mem_len, pos.mem_len + query_len,
                          torch::TensorOptions().dtype(torch::kFloat32).device(device))
-               .unsqueeze(1);  // [Q, 1]
-  auto mlp = [&](const torch::Tensor& x) {  // [R, K] -> [H, R, K]
+               .unsqueeze(1);                         // [Q, 1]
+  auto mlp = [&](const torch::Tensor& x) {            // [R, K] -> [H, R, K]
     auto hidden = torch::relu(fc1(x.unsqueeze(-1)));  // [R, K, 32]
     return fc2(hidden).permute({2, 0, 1});            // [H, R, K]
   };

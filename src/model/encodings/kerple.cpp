@@ -23,9 +23,9 @@ torch::Tensor KerpleScore::bias(int64_t query_len, const PositionContext& pos,
                                 const torch::Device& device) {
   auto n = query_key_distances(query_len, pos.mem_len, pos.clamp_len, device)
                .to(torch::kFloat32)
-               .unsqueeze(0);                                              // [1, Q, K]
-  auto log_term = torch::log1p(r2().view({-1, 1, 1}) * n);                 // [H, Q, K]
-  return -r1().view({-1, 1, 1}) * log_term;                                // [H, Q, K]
+               .unsqueeze(0);                               // [1, Q, K]
+  auto log_term = torch::log1p(r2().view({-1, 1, 1}) * n);  // [H, Q, K]
+  return -r1().view({-1, 1, 1}) * log_term;                 // [H, Q, K]
 }
 
 }  // namespace txl

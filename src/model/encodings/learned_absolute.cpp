@@ -13,8 +13,9 @@ torch::Tensor LearnedAbsoluteInput::rows(int64_t len, const PositionContext& pos
                 len, " (use --aid interpolate)");
     return table.narrow(0, 0, len);  // [len, C]
   }
-  auto p = torch::arange(len, torch::TensorOptions().dtype(torch::kFloat32).device(table.device())) /
-           pos.aid_scale;  // [len]
+  auto p =
+      torch::arange(len, torch::TensorOptions().dtype(torch::kFloat32).device(table.device())) /
+      pos.aid_scale;  // [len]
   TORCH_CHECK(len == 0 || p[-1].item<double>() <= static_cast<double>(max_len - 1) + 1e-6,
               "--aid interpolate with factor ", pos.aid_scale, " reads past the ", max_len,
               " positions of learned_absolute");

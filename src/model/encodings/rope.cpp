@@ -45,22 +45,21 @@ RopeFrequencies rope_frequencies(int64_t d_head, double base, ExtrapolationAid a
 torch::Tensor rotate(const torch::Tensor& x, int64_t first, const RopeFrequencies& f) {
   const int64_t len = x.size(-2), half = x.size(-1) / 2;
   auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(x.device());
-  auto positions = torch::arange(first, first + len, opts);                   // [T]
-  auto theta = torch::tensor(f.theta, torch::kFloat64).to(x.device());        // [D/2]
-  auto angles = torch::outer(positions, theta).repeat({1, 2});                // [T, D]
-  auto cos = (angles.cos() * f.temperature).to(x.dtype());                    // [T, D]
-  auto sin = (angles.sin() * f.temperature).to(x.dtype());                    // [T, D]
-  auto halves = x.split(half, -1);                                            // 2 x [..., T, D/2]
-  auto rotated_half = torch::cat({-halves[1], halves[0]}, -1);                // [..., T, D]
-  return x * cos + rotated_half * sin;                                        // [..., T, D]
+  auto positions = torch::arange(first, first + len, opts);             // [T]
+  auto theta = torch::tensor(f.theta, torch::kFloat64).to(x.device());  // [D/2]
+  auto angles = torch::outer(positions, theta).repeat({1, 2});          // [T, D]
+  auto cos = (angles.cos() * f.temperature).to(x.dtype());              // [T, D]
+  auto sin = (angles.sin() * f.temperature).to(x.dtype());              // [T, D]
+  auto halves = x.split(half, -1);                                      // 2 x [..., T, D/2]
+  auto rotated_half = torch::cat({-halves[1], halves[0]}, -1);          // [..., T, D]
+  return x * cos + rotated_half * sin;                                  // [..., T, D]
 }
 
 torch::Tensor RopeScore::scores(const torch::Tensor& q, const torch::Tensor& k,
                                 const PositionContext& pos) {
-  const RopeFrequencies f =
-      rope_frequencies(d_head_, base_, pos.aid, pos.aid_scale, pos.train_len);
-  auto qr = rotate(q, pos.mem_len, f);          // [B, H, Q, D] positions M..K-1
-  auto kr = rotate(k, 0, f);                    // [B, H, K, D] positions 0..K-1
+  const RopeFrequencies f = rope_frequencies(d_head_, base_, pos.aid, pos.aid_scale, pos.train_len);
+  auto qr = rotate(q, pos.mem_len, f);              // [B, H, Q, D] positions M..K-1
+  auto kr = rotate(k, 0, f);                        // [B, H, K, D] positions 0..K-1
   return batched_matmul(qr, kr.transpose(-1, -2));  // [B, H, Q, K]
 }
 

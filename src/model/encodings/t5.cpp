@@ -28,18 +28,16 @@ torch::Tensor t5_buckets(const torch::Tensor& distances, int64_t buckets, int64_
 
 T5Score::T5Score(int64_t n_head, int64_t d_head, int64_t n_buckets, int64_t max_dist,
                  double init_std)
-    : buckets(n_buckets),
-      max_distance(max_dist),
-      scale_(std::sqrt(static_cast<double>(d_head))) {
+    : buckets(n_buckets), max_distance(max_dist), scale_(std::sqrt(static_cast<double>(d_head))) {
   table = register_parameter("table", torch::randn({n_buckets, n_head}) * init_std);
 }
 
 torch::Tensor T5Score::bias(int64_t query_len, const PositionContext& pos,
                             const torch::Device& device) {
-  auto n = query_key_distances(query_len, pos.mem_len, /*clamp_len=*/0, device);  // [Q, K]
-  auto index = t5_buckets(n, buckets, max_distance);                               // [Q, K]
+  auto n = query_key_distances(query_len, pos.mem_len, /*clamp_len=*/0, device);    // [Q, K]
+  auto index = t5_buckets(n, buckets, max_distance);                                // [Q, K]
   auto b = table.index_select(0, index.view(-1)).view({n.size(0), n.size(1), -1});  // [Q, K, H]
-  return b.permute({2, 0, 1}) * scale_;                                            // [H, Q, K]
+  return b.permute({2, 0, 1}) * scale_;                                             // [H, Q, K]
 }
 
 }  // namespace txl

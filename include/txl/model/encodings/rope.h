@@ -23,8 +23,8 @@ struct RopeFrequencies {
 //   pi: theta_j / s;  ntk: base b * s^(D/(D-2));  yarn: r_j = L / (2 pi / theta_j),
 //   gamma_j = clamp((r_j - 1) / (32 - 1), 0, 1), theta_j' = (1 - gamma_j) theta_j / s +
 //   gamma_j theta_j, t = 0.1 ln s + 1. Dynamic forms take s as given here.
-RopeFrequencies rope_frequencies(int64_t d_head, double base, ExtrapolationAid aid,
-                                 double scale, int64_t train_len);
+RopeFrequencies rope_frequencies(int64_t d_head, double base, ExtrapolationAid aid, double scale,
+                                 int64_t train_len);
 
 // x rotated at positions first..first+T-1: x * cos + rotate_half(x) * sin.  [..., T, D]
 torch::Tensor rotate(const torch::Tensor& x, int64_t first, const RopeFrequencies& f);

@@ -1,0 +1,126 @@
+// Every registered encoding through the real CLI (train, eval with each method it takes,
+// sample), `txl encodings`, and the encodings' bad input: an aid the encoding does not have,
+// a learned table asked past its size (eval refuses, compare shows n/a), a bad aid factor.
+// Aids change the scores and the cache key.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "txl/config/encodings.h"
+#include "txl_cli.h"
+
+namespace txl {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::run_txl;
+using cli_test::slurp;
+
+std::string tiny_corpus(const std::string& dir) {
+  return cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
+                                cli_test::tiny_english(30, 1), cli_test::tiny_english(30, 2));
+}
+
+TEST(EncodingsCli, ListsEveryRegisteredEncoding) {
+  const auto dir = cli_test::scratch_dir("encodings_list");
+  const auto r = run_txl({"encodings", "--json", dir + "/enc.json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(dir + "/enc.json"));
+  ASSERT_EQ(j.size(), encoding_registry().size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& t = encoding_registry()[i];
+    EXPECT_NE(r.out.find(t.formula), std::string::npos) << t.name;
+    EXPECT_EQ(j[i]["name"], t.name);
+    EXPECT_EQ(j[i]["memory"], t.takes_memory);
+    EXPECT_EQ(j[i]["options"].size(), t.options.size());
+  }
+  EXPECT_NE(r.out.find("model.rope_base=10000"), std::string::npos) << r.out;
+  cli_test::cleanup_scratch();
+}
+
+TEST(EncodingsCli, EveryEncodingTrainsEvaluatesAndSamples) {
+  const auto dir = cli_test::scratch_dir("encodings_all");
+  const auto corpus = tiny_corpus(dir);
+  for (const auto& t : encoding_registry()) {
+    SCOPED_TRACE(t.name);
+    const auto run = dir + "/" + t.name;
+    ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, t.name));
+    // Sliding windows of every encoding are checked in-process (eval_methods_test).
+    for (const std::string method : {"nonoverlap", "memory"}) {
+      const auto e = run_txl({"eval", "--run", run, "--lengths", "8,32", "--method", method});
+      if (method == "memory" && !t.takes_memory) {
+        EXPECT_EQ(e.code, 2) << e.err;
+        continue;
+      }
+      EXPECT_EQ(e.code, 0) << method << ": " << e.err;
+      EXPECT_NE(e.out.find("32"), std::string::npos) << e.out;
+    }
+    const auto s = run_txl({"sample", "--run", run, "--tokens", "12", "--seed", "3"});
+    EXPECT_EQ(s.code, 0) << s.err;
+  }
+  cli_test::cleanup_scratch();
+}
+
+TEST(EncodingsCli, AidsChangeScoresAndTheCacheAndAreRefusedWhereTheyDoNotApply) {
+  const auto dir = cli_test::scratch_dir("encodings_aids");
+  const auto corpus = tiny_corpus(dir);
+  const auto rope = dir + "/rope", rel = dir + "/rel", table = dir + "/table";
+  ASSERT_TRUE(cli_test::train_tiny_run(corpus, rope, "rope", "char", 20));
+  ASSERT_TRUE(cli_test::train_tiny_run(corpus, rel, "relative"));
+  ASSERT_TRUE(cli_test::train_tiny_run(corpus, table, "learned_absolute", "char", 3,
+                                       {"--set", "model.max_len=16"}));
+
+  const auto plain = run_txl({"eval", "--run", rope, "--lengths", "64", "--json", dir + "/p.json"});
+  const auto pi = run_txl({"eval", "--run", rope, "--lengths", "64", "--aid", "pi", "--aid-factor",
+                           "4", "--json", dir + "/pi.json"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(pi.code, 0) << pi.err;
+  const auto jp = nlohmann::json::parse(slurp(dir + "/p.json"));
+  const auto jpi = nlohmann::json::parse(slurp(dir + "/pi.json"));
+  EXPECT_NE(jp["results"][0]["nll"], jpi["results"][0]["nll"]);
+  EXPECT_EQ(jpi["results"][0]["aid"], "pi");
+  EXPECT_FALSE(jp["results"][0].contains("aid"));
+  EXPECT_NE(pi.out.find("pi x4"), std::string::npos) << pi.out;  // the row names the aid
+  size_t aid_files = 0;
+  for (const auto& f : fs::directory_iterator(rope + "/eval-cache")) {
+    aid_files += f.path().filename().string().find("-Api-F4") != std::string::npos;
+  }
+  EXPECT_EQ(aid_files, 1u);
+
+  struct Bad {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  const std::vector<Bad> bad = {
+      {{"eval", "--run", rel, "--aid", "yarn"}, "--aid yarn does not apply to model.pos_encoding relative"},
+      {{"eval", "--run", rope, "--aid", "interpolate"}, "its aids: pi, ntk, yarn"},
+      {{"eval", "--run", rope, "--aid", "rope_scaling"}, "expected one of none, pi"},
+      {{"eval", "--run", rope, "--aid", "pi", "--aid-factor", "0.5"}, "--aid-factor 0.5"},
+      {{"eval", "--run", table, "--lengths", "32"}, "past the 16 positions"},
+      {{"eval", "--run", table, "--lengths", "64", "--aid", "interpolate", "--aid-factor", "2"},
+       "maps length 64 past the 16 positions"},
+      {{"compare", rope + "@yarn:0.5", rel}, "aid factor \"0.5\""},
+  };
+  for (const auto& b : bad) {
+    const auto r = run_txl(b.args);
+    EXPECT_EQ(r.code, 2) << b.args[3] << ": " << r.err;
+    EXPECT_NE(r.err.find(b.expect), std::string::npos) << r.err;
+  }
+  // A table run past its size: compare shows n/a there and scores the rest; with
+  // @interpolate every length.
+  const auto json = dir + "/c.json";
+  const auto c = run_txl({"compare", table, table + "@interpolate", "--lengths", "8,32",
+                          "--json", json});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const auto jc = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(jc["runs"][0]["results"][1]["skipped"].get<std::string>().find("past the 16"), 0u);
+  EXPECT_TRUE(jc["runs"][0]["results"][0].contains("ppl"));
+  EXPECT_TRUE(jc["runs"][1]["results"][1].contains("ppl"));
+  EXPECT_EQ(jc["runs"][1]["name"], "table@interpolate");
+  EXPECT_TRUE(jc["paired"]["rows"][1]["skipped"].get<bool>());
+  EXPECT_NE(c.out.find("n/a"), std::string::npos) << c.out;
+  cli_test::cleanup_scratch();
+}
+
+}  // namespace
+}  // namespace txl
