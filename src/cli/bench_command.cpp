@@ -18,6 +18,7 @@
 #include "txl/train/bench.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -34,6 +35,8 @@ struct BenchCommandOptions {
   int64_t vocab = 10000;
   int64_t long_length = 4096;
   int64_t long_passes = 2;
+  std::string encodings;   // "all" or a comma list: step time of each, side by side
+  int64_t rounds = 1;      // --encodings: passes over the list (fastest round kept)
   bool long_only = false;  // child mode: only the long window, result to --json
   bool profile = false;
 };
@@ -52,6 +55,16 @@ Config resolve_config(const BenchCommandOptions& o) {
   return config_from_json(j, o.config_path);
 }
 
+std::vector<PosEncoding> chosen_encodings(const std::string& list) {
+  std::vector<PosEncoding> out;
+  if (list == "all") {
+    for (const auto& t : encoding_registry()) out.push_back(t.id);
+    return out;
+  }
+  for (const auto& name : split(list, ',')) out.push_back(parse_pos_encoding(name, "--encodings"));
+  return out;
+}
+
 void check_options(const BenchCommandOptions& o) {
   if (o.steps < 1) throw InputError("--steps must be >= 1, got " + std::to_string(o.steps));
   if (o.warmup < 0) throw InputError("--warmup must be >= 0, got " + std::to_string(o.warmup));
@@ -61,6 +74,8 @@ void check_options(const BenchCommandOptions& o) {
   if (o.long_passes < 1)
     throw InputError("--long-passes must be >= 1, got " + std::to_string(o.long_passes));
   if (!o.precision.empty()) parse_precision(o.precision, "--precision");
+  if (!o.encodings.empty()) chosen_encodings(o.encodings);
+  if (o.rounds < 1) throw InputError("--rounds must be >= 1, got " + std::to_string(o.rounds));
   if (o.threads) check_threads(*o.threads, "--threads");
   check_output_path(o.json_path, "--json");
 }
@@ -97,9 +112,64 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   if (!path.empty()) write_file_atomic(path, j.dump(2) + "\n");
 }
 
+// Every chosen encoding at the same shape, in this process, one after the other: training
+// step time, its ratio to absolute's (when absolute is among them) and evaluation time.
+// Memory is off for all (absolute has none), so every encoding attends over tgt_len keys.
+int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
+  BenchOptions options;
+  options.vocab_size = o.vocab;
+  options.steps = o.steps;
+  options.warmup = o.warmup;
+  // Rounds interleave the encodings, so a burst of other work on the machine hits them all;
+  // each keeps its fastest round.
+  const auto encodings = chosen_encodings(o.encodings);
+  std::vector<BenchResult> results(encodings.size());
+  for (int64_t round = 0; round < o.rounds; ++round) {
+    for (size_t e = 0; e < encodings.size(); ++e) {
+      Config c = base;
+      c.model.pos_encoding = encodings[e];
+      c.model.encoding_options.clear();  // each encoding at its defaults
+      c.train.mem_len = 0;
+      fmt::print(stderr, "bench {} (round {} of {}) ...\n", to_string(encodings[e]), round + 1,
+                 o.rounds);
+      auto r = run_bench(c, options);
+      if (round == 0 || r.ms_per_step < results[e].ms_per_step) results[e] = std::move(r);
+    }
+  }
+  double absolute_ms = 0;
+  for (const auto& r : results) {
+    if (r.pos_encoding == "absolute") absolute_ms = r.ms_per_step;
+  }
+  const auto& m = base.model;
+  fmt::print(
+      "encodings    {} layers, d_model {}, {} heads x {}, batch {} x tgt_len {}, no memory, "
+      "{}, {} threads, {} steps after {} warm-up, fastest of {} rounds\n",
+      m.n_layer, m.d_model, m.n_head, m.d_head, base.train.batch_size, base.train.tgt_len,
+      results.empty() ? "" : results[0].precision, results.empty() ? 0 : results[0].threads,
+      o.steps, o.warmup, o.rounds);
+  fmt::print("cpu          {}\n", results.empty() ? "" : results[0].cpu_model);
+  fmt::print("  {:<18} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "encoding", "ms/step", "x absolute",
+             "tok/s", "eval ms", "parameters");
+  auto rows = nlohmann::json::array();
+  for (const auto& r : results) {
+    const double ratio = absolute_ms > 0 ? r.ms_per_step / absolute_ms : 0.0;
+    fmt::print("  {:<18} {:>10.1f} {:>10} {:>10.0f} {:>12.1f} {:>12}\n", r.pos_encoding,
+               r.ms_per_step, absolute_ms > 0 ? fmt::format("{:.3f}", ratio) : "-",
+               r.train_tokens_per_s, r.eval_ms_per_pass, r.parameters);
+    auto j = r.to_json();
+    if (absolute_ms > 0) j["ratio_to_absolute"] = ratio;
+    rows.push_back(j);
+  }
+  fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
+             results.empty() ? 0.0 : results.back().load_average);
+  write_json(o.json_path, {{"encodings", rows}});
+  return 0;
+}
+
 int run_bench_command(const BenchCommandOptions& o) {
   check_options(o);
   const Config config = resolve_config(o);
+  if (!o.encodings.empty()) return run_encodings_bench(o, config);
 
   if (o.long_only) {
     const auto r = run_long_window(config, o.vocab, o.long_length, static_cast<int>(o.long_passes));
@@ -195,6 +265,12 @@ void setup_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--long-length", c->long_length, "Long evaluation window per encoding (0 = skip)")
       ->capture_default_str();
   cmd->add_option("--long-passes", c->long_passes, "Passes over the long window (time: best)")
+      ->capture_default_str();
+  cmd->add_option("--encodings", c->encodings,
+                  "all or a comma list: the training step of each encoding at this shape (no "
+                  "memory), side by side with its ratio to absolute");
+  cmd->add_option("--rounds", c->rounds,
+                  "--encodings: passes over the list, interleaved; each keeps its fastest")
       ->capture_default_str();
   cmd->add_flag("--long-only", c->long_only,
                 "Only the long window of the config's encoding, in this process");

@@ -46,9 +46,9 @@ nlohmann::json encodings_json() {
                     {"formula", t.formula},
                     {"memory", t.takes_memory},
                     {"clamp_len", t.uses_clamp_len},
-                    {"length_limit", t.length_limit_key ? nlohmann::json(std::string("model.") +
-                                                                         t.length_limit_key)
-                                                        : nlohmann::json()},
+                    {"length_limit",
+                     t.length_limit_key ? nlohmann::json(std::string("model.") + t.length_limit_key)
+                                        : nlohmann::json()},
                     {"options", options},
                     {"aids", aid_texts(t)}});
   }

@@ -11,4 +11,16 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> out(1);
+  for (const char c : text) {
+    if (c == separator) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace txl

@@ -57,8 +57,8 @@ TEST(EncodingOptions, ResolvedConfigHoldsTheChosenEncodingsOptionsOnly) {
   // Written and read back: the same model.
   const auto back = config_from_json(resolved, "resolved.json");
   EXPECT_EQ(config_to_json(back), resolved);
-  const auto t5 = config_to_json(config_from_json(
-      with_model({{"pos_encoding", "t5"}, {"t5_buckets", 16}}), "cfg.json"));
+  const auto t5 = config_to_json(
+      config_from_json(with_model({{"pos_encoding", "t5"}, {"t5_buckets", 16}}), "cfg.json"));
   EXPECT_EQ(t5["model"]["t5_buckets"], 16);
   EXPECT_TRUE(t5["model"]["t5_buckets"].is_number_integer());
   EXPECT_EQ(t5["model"]["t5_max_distance"], 128);
@@ -106,7 +106,8 @@ TEST(EncodingOptions, SetOverridesReachOptions) {
 
 TEST(EncodingTraits, MemoryRuleComesFromTheTraits) {
   for (const auto& t : encoding_registry()) {
-    json j = {{"data", {{"dir", "d"}}}, {"model", {{"pos_encoding", t.name}}},
+    json j = {{"data", {{"dir", "d"}}},
+              {"model", {{"pos_encoding", t.name}}},
               {"train", {{"mem_len", 8}}}};
     const auto message = error_of(j);
     if (t.takes_memory) {

@@ -163,6 +163,31 @@ TEST(Bench, Fp32NeverWarnsAboutBf16) {
   EXPECT_EQ(bench->cli.err.find("bf16"), std::string::npos) << bench->cli.err;
 }
 
+TEST(Bench, EncodingsTableHasEveryEncodingAndItsRatioToAbsolute) {
+  const auto run = run_bench_json("encodings", {"--encodings", "all", "--steps", "1", "--warmup",
+                                                "0", "--vocab", "50", "--rounds", "2"});
+  ASSERT_TRUE(run);
+  const auto& rows = run->json.at("encodings");
+  ASSERT_EQ(rows.size(), encoding_registry().size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].at("pos_encoding"), encoding_registry()[i].name);
+    EXPECT_EQ(rows[i].at("mem_len"), 0);  // the same shape for every encoding
+    expect_positive(rows[i], "ms_per_step");
+    EXPECT_NEAR(rows[i].at("ratio_to_absolute").get<double>(),
+                rows[i].at("ms_per_step").get<double>() / rows[1].at("ms_per_step").get<double>(),
+                1e-9);
+    EXPECT_NE(run->cli.out.find(encoding_registry()[i].name), std::string::npos);
+  }
+  EXPECT_NE(run->cli.out.find("fastest of 2 rounds"), std::string::npos) << run->cli.out;
+  // A name that is no encoding is a usage error listing the valid ones.
+  const auto dir = scratch_dir("encodings_bad");
+  const auto bad = run_txl({"bench", "--config", tiny_config(dir), "--encodings", "rope,rotary"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--encodings: \"rotary\" is not valid; expected one of relative"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(Bench, BadOptionsAreUsageErrors) {
   const auto dir = scratch_dir("bad");
   const auto config = tiny_config(dir);

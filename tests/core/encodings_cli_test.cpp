@@ -92,7 +92,8 @@ TEST(EncodingsCli, AidsChangeScoresAndTheCacheAndAreRefusedWhereTheyDoNotApply) 
     std::string expect;
   };
   const std::vector<Bad> bad = {
-      {{"eval", "--run", rel, "--aid", "yarn"}, "--aid yarn does not apply to model.pos_encoding relative"},
+      {{"eval", "--run", rel, "--aid", "yarn"},
+       "--aid yarn does not apply to model.pos_encoding relative"},
       {{"eval", "--run", rope, "--aid", "interpolate"}, "its aids: pi, ntk, yarn"},
       {{"eval", "--run", rope, "--aid", "rope_scaling"}, "expected one of none, pi"},
       {{"eval", "--run", rope, "--aid", "pi", "--aid-factor", "0.5"}, "--aid-factor 0.5"},
@@ -109,8 +110,8 @@ TEST(EncodingsCli, AidsChangeScoresAndTheCacheAndAreRefusedWhereTheyDoNotApply) 
   // A table run past its size: compare shows n/a there and scores the rest; with
   // @interpolate every length.
   const auto json = dir + "/c.json";
-  const auto c = run_txl({"compare", table, table + "@interpolate", "--lengths", "8,32",
-                          "--json", json});
+  const auto c =
+      run_txl({"compare", table, table + "@interpolate", "--lengths", "8,32", "--json", json});
   ASSERT_EQ(c.code, 0) << c.err;
   const auto jc = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(jc["runs"][0]["results"][1]["skipped"].get<std::string>().find("past the 16"), 0u);

@@ -9,4 +9,7 @@ namespace txl {
 // "a, b, c" (or with another separator); "" for no items.
 std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
 
+// "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""}.
+std::vector<std::string> split(const std::string& text, char separator);
+
 }  // namespace txl
