@@ -264,6 +264,8 @@ const Fields<TrainConfig>& train_fields() {
   static const Fields<S> fields = {
       {"tgt_len", &S::tgt_len, "tokens per segment"},
       {"mem_len", &S::mem_len, "memory length (must be 0 for absolute)"},
+      {"tgt_len_max", &S::tgt_len_max,
+       "> 0: each step draws its segment length from [tgt_len, tgt_len_max] (0 = fixed)"},
       {"batch_size", &S::batch_size, "number of contiguous streams"},
       {"max_steps", &S::max_steps, "optimizer steps"},
       {"lr", &S::lr, "peak learning rate"},
@@ -668,6 +670,11 @@ void validate(const Config& config) {
   }
 
   require_at_least("train.tgt_len", train.tgt_len, 1);
+  if (train.tgt_len_max != 0 && train.tgt_len_max < train.tgt_len) {
+    throw InputError("train.tgt_len_max (" + std::to_string(train.tgt_len_max) +
+                     ") must be 0 (fixed segments) or at least train.tgt_len (" +
+                     std::to_string(train.tgt_len) + ")");
+  }
   require_at_least("train.mem_len", train.mem_len, 0);
   require_at_least("train.batch_size", train.batch_size, 1);
   require_at_least("train.max_steps", train.max_steps, 1);

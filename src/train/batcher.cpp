@@ -42,8 +42,22 @@ void StreamBatcher::set_position(int64_t position) {
   position_ = position;
 }
 
-Segment StreamBatcher::next() {
-  const int64_t len = std::min(tgt_len_, stream_len() - 1 - position_);
+int64_t segment_length(const TrainConfig& train, int64_t step) {
+  if (train.tgt_len_max <= train.tgt_len) return train.tgt_len;
+  // splitmix64 of (seed, step): independent of every other random stream of the run.
+  uint64_t z = static_cast<uint64_t>(train.seed) * 0x9E3779B97F4A7C15ULL +
+               static_cast<uint64_t>(step) + 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  const uint64_t span = static_cast<uint64_t>(train.tgt_len_max - train.tgt_len + 1);
+  return train.tgt_len + static_cast<int64_t>(z % span);
+}
+
+Segment StreamBatcher::next() { return next(tgt_len_); }
+
+Segment StreamBatcher::next(int64_t want) {
+  const int64_t len = std::min(want, stream_len() - 1 - position_);
   Segment s;
   s.starts_epoch = position_ == 0;
   s.inputs = streams_.narrow(1, position_, len);       // [B, Q]

@@ -176,8 +176,9 @@ Corpus load_training_data(const Config& config) {
              config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
              corpus.test.size(), seconds_since(t_load));
   const auto& tc = config.train;
-  check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size, tc.tgt_len);
-  check_training_memory(estimate_training_memory(config, corpus.vocab.size(), tc.tgt_len),
+  check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
+                         longest_segment(tc));
+  check_training_memory(estimate_training_memory(config, corpus.vocab.size(), longest_segment(tc)),
                         available_memory_bytes());
   return corpus;
 }
@@ -213,8 +214,10 @@ struct TrainRun {
   at::Generator generator;            // the CPU generator that dropout draws from
   std::vector<int64_t> inject_nan;    // testing hooks, see trainer.h
   std::vector<int64_t> inject_stop;
-  int64_t tokens_per_step;  // B * Q
-  int64_t first_step = 0;   // state.step when this process started (> 0 on resume)
+  int64_t tokens_per_step;            // B * Q
+  int64_t first_step = 0;             // state.step when this process started (> 0 on resume)
+  int64_t first_tokens = 0;           // state.tokens_seen then
+  int64_t interval_start_tokens = 0;  // state.tokens_seen at the start of the log interval
   int64_t consecutive_skips = 0;
   Clock::time_point interval_start;  // start of the current log interval
   Clock::time_point run_start;       // start of this process's steps (for eta and tok/s)
@@ -319,6 +322,10 @@ void start_run(TrainRun& run, int threads) {
                          std::chrono::duration<double>(run.state.interval_seconds));
   run.run_start = Clock::now();
   run.first_step = run.state.step;
+  run.first_tokens = run.state.tokens_seen;
+  // A resumed interval's tokens so far, as fixed-length segments would have had them.
+  run.interval_start_tokens =
+      run.state.tokens_seen - run.state.interval_steps * run.tokens_per_step;
   run.model->train();
 }
 
@@ -345,7 +352,7 @@ StepOutcome forward_backward(TrainRun& run) {
   const auto& tc = run.config.train;
   StepOutcome out;
   out.step = run.state.step + 1;
-  const auto segment = run.batcher.next();
+  const auto segment = run.batcher.next(segment_length(tc, out.step));
   if (segment.starts_epoch) run.memory = Memory{};
   out.lr = learning_rate(tc, out.step);
   for (auto& group : run.optimizer.param_groups()) {
@@ -442,7 +449,8 @@ void log_progress(TrainRun& run, double lr) {
   const int64_t max_steps = run.config.train.max_steps;
   const double elapsed = seconds_since(run.interval_start);
   const double ms_per_step = 1000.0 * elapsed / state.interval_steps;
-  const double tok_s = state.interval_steps * run.tokens_per_step / std::max(elapsed, 1e-9);
+  const double tok_s =
+      static_cast<double>(state.tokens_seen - run.interval_start_tokens) / std::max(elapsed, 1e-9);
   const double mean_loss = state.interval_finite > 0
                                ? state.interval_loss_sum / state.interval_finite
                                : std::numeric_limits<double>::quiet_NaN();
@@ -463,6 +471,7 @@ void log_progress(TrainRun& run, double lr) {
   state.interval_steps = 0;
   state.interval_finite = 0;
   run.interval_start = Clock::now();
+  run.interval_start_tokens = state.tokens_seen;
 }
 
 // Validates, records the result and keeps best.pt, then writes checkpoint.pt.
@@ -511,7 +520,7 @@ TrainSummary finish_run(TrainRun& run) {
   summary.best_valid_ppl = run.state.best_valid_ppl;
   summary.skipped_steps = run.state.skipped_steps;
   summary.train_tokens_per_s =
-      (run.state.step - run.first_step) * run.tokens_per_step / std::max(total, 1e-9);
+      static_cast<double>(run.state.tokens_seen - run.first_tokens) / std::max(total, 1e-9);
   return summary;
 }
 

@@ -63,6 +63,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.model.max_rel_dist, b.model.max_rel_dist);
   EXPECT_EQ(a.model.init_std, b.model.init_std);
   EXPECT_EQ(a.train.tgt_len, b.train.tgt_len);
+  EXPECT_EQ(a.train.tgt_len_max, b.train.tgt_len_max);
   EXPECT_EQ(a.train.mem_len, b.train.mem_len);
   EXPECT_EQ(a.train.batch_size, b.train.batch_size);
   EXPECT_EQ(a.train.max_steps, b.train.max_steps);
@@ -104,6 +105,7 @@ Config all_changed() {
   c.model.max_rel_dist = 100;
   c.model.init_std = 0.01;
   c.train.tgt_len = 64;
+  c.train.tgt_len_max = 96;
   c.train.mem_len = 32;
   c.train.batch_size = 8;
   c.train.max_steps = 10;
@@ -125,19 +127,43 @@ Config all_changed() {
   return c;
 }
 
-const std::vector<std::string> kAllKeys = {
-    "data.dir",           "data.tokenizer",      "data.min_freq",
-    "data.max_vocab",     "model.pos_encoding",  "model.n_layer",
-    "model.d_model",      "model.n_head",        "model.d_head",
-    "model.d_inner",      "model.dropout",       "model.dropatt",
-    "model.pre_norm",     "model.tie_weights",   "model.clamp_len",
-    "model.max_rel_dist", "model.init_std",      "train.tgt_len",
-    "train.mem_len",      "train.batch_size",    "train.max_steps",
-    "train.lr",           "train.warmup_steps",  "train.min_lr_ratio",
-    "train.weight_decay", "train.clip",          "train.seed",
-    "train.log_interval", "train.eval_interval", "train.eval_max_tokens",
-    "train.threads",      "train.precision",     "train.skip_nonfinite",
-    "eval.lengths",       "eval.split",          "eval.batch_tokens"};
+const std::vector<std::string> kAllKeys = {"data.dir",
+                                           "data.tokenizer",
+                                           "data.min_freq",
+                                           "data.max_vocab",
+                                           "model.pos_encoding",
+                                           "model.n_layer",
+                                           "model.d_model",
+                                           "model.n_head",
+                                           "model.d_head",
+                                           "model.d_inner",
+                                           "model.dropout",
+                                           "model.dropatt",
+                                           "model.pre_norm",
+                                           "model.tie_weights",
+                                           "model.clamp_len",
+                                           "model.max_rel_dist",
+                                           "model.init_std",
+                                           "train.tgt_len",
+                                           "train.tgt_len_max",
+                                           "train.mem_len",
+                                           "train.batch_size",
+                                           "train.max_steps",
+                                           "train.lr",
+                                           "train.warmup_steps",
+                                           "train.min_lr_ratio",
+                                           "train.weight_decay",
+                                           "train.clip",
+                                           "train.seed",
+                                           "train.log_interval",
+                                           "train.eval_interval",
+                                           "train.eval_max_tokens",
+                                           "train.threads",
+                                           "train.precision",
+                                           "train.skip_nonfinite",
+                                           "eval.lengths",
+                                           "eval.split",
+                                           "eval.batch_tokens"};
 
 const json& at_path(const json& j, const std::string& path) {
   const size_t dot = path.find('.');

@@ -5,10 +5,23 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "txl/config/config.h"
+
 namespace txl {
+
+// The segment length of training step `step` (1-based): train.tgt_len, or with
+// train.tgt_len_max > 0 a length drawn uniformly from [tgt_len, tgt_len_max] by a hash of
+// (train.seed, step), so a resumed run draws the same lengths.
+int64_t segment_length(const TrainConfig& train, int64_t step);
+
+// The longest segment training reads (what memory and stream checks must allow for).
+inline int64_t longest_segment(const TrainConfig& train) {
+  return std::max(train.tgt_len, train.tgt_len_max);
+}
 
 struct Segment {
   torch::Tensor inputs;   // [B, Q] int64
@@ -29,6 +42,9 @@ class StreamBatcher {
   StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size, int64_t tgt_len);
 
   Segment next();  // wraps around to the start after the last full segment
+  // A segment of `len` tokens (cut at the stream's end); memory stays valid because the
+  // next one starts where this one ended.
+  Segment next(int64_t len);
 
   int64_t stream_len() const { return streams_.size(1); }  // tokens per stream
   int64_t position() const { return position_; }           // offset of the next segment
