@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "txl/eval/cache.h"
+#include "txl/eval/plot.h"
 #include "txl/run/checkpoint.h"
 #include "txl_cli.h"
 
@@ -253,6 +255,31 @@ TEST(CompareCli, MissingGnuplotIsExitCode1AfterTheJsonIsWritten) {
   EXPECT_FALSE(fs::exists(png));
   EXPECT_NE(r.out.find("rel (relative)"), std::string::npos) << "the table is printed first";
   cli_test::cleanup_scratch();
+}
+
+}  // namespace
+}  // namespace txl
+
+namespace txl {
+namespace {
+
+// A study plots ten encodings and more: no two series share colour, shape and dashes.
+TEST(PlotScript, EverySeriesOfAStudyIsDrawnDistinctly) {
+  PlotSpec spec;
+  for (int i = 0; i < 14; ++i) spec.series.push_back({"run" + std::to_string(i), {8, 16}, {2, 3}});
+  const std::string script = gnuplot_script(spec, "d.dat", "p.png", "p.svg");
+  std::set<std::string> styles;
+  size_t at = script.find("\nplot ");  // the series, not the grid's colour
+  ASSERT_NE(at, std::string::npos) << script;
+  while ((at = script.find("lc rgb '", at)) != std::string::npos) {
+    const size_t end = script.find(" title", at);
+    styles.insert(script.substr(at, end - at));  // colour, point type and dash type
+    at = end;
+  }
+  EXPECT_EQ(styles.size(), 14u) << script;
+  std::set<std::string> first_colours;
+  for (const auto& s : styles) first_colours.insert(s.substr(0, 16));
+  EXPECT_GE(first_colours.size(), 12u);  // twelve colours before any repeats
 }
 
 }  // namespace

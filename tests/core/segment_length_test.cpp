@@ -63,12 +63,12 @@ TEST(SegmentLength, VariableSegmentsTileEachStreamContiguously) {
 
 TEST(SegmentLength, ARunWithRandomLengthsTrainsAndRecordsTheRange) {
   const auto dir = cli_test::scratch_dir("random_lengths");
-  const auto corpus = cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
-                                             cli_test::tiny_english(30, 1),
-                                             cli_test::tiny_english(30, 2));
+  const auto corpus =
+      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
+                             cli_test::tiny_english(30, 1), cli_test::tiny_english(30, 2));
   const auto run = dir + "/run";
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, "rope", "char", 6,
-                                       {"--set", "train.tgt_len_max=24"}));
+  ASSERT_TRUE(
+      cli_test::train_tiny_run(corpus, run, "rope", "char", 6, {"--set", "train.tgt_len_max=24"}));
   const auto config = nlohmann::json::parse(cli_test::slurp(run + "/config.json"));
   EXPECT_EQ(config["train"]["tgt_len_max"], 24);
   const auto bad = cli_test::run_txl({"train", "--config", run + ".config.json", "--run-dir",
