@@ -1,5 +1,6 @@
 #include "txl/model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "txl/model/kernels.h"
@@ -40,9 +41,13 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   pos.aid = options.aid;
-  // Learned tables stretch over their own size, not over the training segment.
-  pos.train_len =
-      options.aid == ExtrapolationAid::kInterpolate ? position_limit(config_) : options.train_len;
+  // A learned table stretches over the positions training reached (its rows past them
+  // were never trained), and never past its own size.
+  pos.train_len = options.train_len;
+  if (options.aid == ExtrapolationAid::kInterpolate) {
+    const int64_t limit = position_limit(config_);
+    pos.train_len = options.train_len > 0 ? std::min(limit, options.train_len) : limit;
+  }
   pos.aid_scale = aid_scale(options.aid, options.aid_factor, options.aid_length,
                             mem_len + tokens.size(1), pos.train_len);
   h = position->apply(h, mem_len, pos);  // [B, Q, C]

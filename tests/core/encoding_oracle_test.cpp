@@ -12,6 +12,7 @@
 #include "txl/model/encodings/alibi.h"
 #include "txl/model/encodings/fire.h"
 #include "txl/model/encodings/kerple.h"
+#include "txl/model/encodings/learned_absolute.h"
 #include "txl/model/encodings/rope.h"
 #include "txl/model/encodings/t5.h"
 #include "txl/model/positional.h"
@@ -280,6 +281,40 @@ TEST(Rope, AidFrequenciesComputedByHand) {
   EXPECT_NEAR(yarn.theta[16], 0.0025, 1e-12);
   // Temperature 0.1 ln 4 + 1.
   EXPECT_NEAR(yarn.temperature, 1.1386294, 1e-6);
+}
+
+}  // namespace
+}  // namespace txl
+
+namespace txl {
+namespace {
+
+TEST(LearnedAbsolute, InterpolationReadsBetweenRowsOfTheTrainedPositions) {
+  torch::manual_seed(6);
+  LearnedAbsoluteInput input(/*max_len=*/32, /*d_model=*/4, /*init_std=*/1.0);
+  PositionContext pos;
+  pos.aid = ExtrapolationAid::kInterpolate;
+  pos.aid_scale = 2.0;
+  torch::NoGradGuard no_grad;
+  const auto rows = input.rows(8, pos);  // positions 0, 0.5, 1, ..., 3.5
+  for (int64_t k = 0; k < 4; ++k) {
+    EXPECT_LT(testing::max_abs_diff(rows[2 * k], input.table[k]), 1e-6);
+    EXPECT_LT(testing::max_abs_diff(rows[2 * k + 1], (input.table[k] + input.table[k + 1]) / 2),
+              1e-6);
+  }
+  // In the model, the derived factor stretches the window over the trained rows (here 8),
+  // not over the whole table: a window of 16 then differs from reading rows 0..15.
+  auto c = testing::tiny_model(PosEncoding::kLearnedAbsolute);
+  TransformerLM model(c, 13);
+  model->eval();
+  auto tokens = torch::randint(13, {1, 16}, torch::kLong);
+  ForwardOptions plain, stretched;
+  stretched.aid = ExtrapolationAid::kInterpolate;
+  stretched.aid_length = 16;
+  stretched.train_len = 8;
+  EXPECT_GT(testing::max_abs_diff(model->forward(tokens, {}, plain).logits,
+                                  model->forward(tokens, {}, stretched).logits),
+            1e-4);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ bool is_dynamic(ExtrapolationAid aid);
 
 // s for one pass: `factor` when > 0; else derived from the evaluated length (dynamic aids:
 // the pass's keys) over the training length, at least 1. For interpolate, train_len is the
-// table's size and s maps positions 0..length-1 onto its rows.
+// number of trained rows of the table and s maps positions 0..length-1 onto them.
 double aid_scale(ExtrapolationAid aid, double factor, int64_t length, int64_t key_len,
                  int64_t train_len);
 

@@ -1,7 +1,8 @@
 // learned_absolute (GPT-2 style): a learned table of model.max_len positions added to the
 // token embeddings; attention sees q . k. Positions restart at 0 in every window: no memory,
 // and no window longer than the table unless --aid interpolate reads the table at
-// positions x 1/s (linear between rows).
+// positions x 1/s (linear between rows; the derived s maps the window onto the rows
+// training reached, min(max_len, train.tgt_len)).
 #pragma once
 
 #include "txl/model/position_score.h"
