@@ -13,7 +13,7 @@ namespace txl {
 
 namespace {
 
-constexpr int kCacheVersion = 1;
+constexpr int kCacheVersion = 2;  // 2: learned_absolute interpolation over the trained rows
 
 std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
