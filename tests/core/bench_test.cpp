@@ -90,6 +90,7 @@ TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
   for (const auto& w : j.at("long_window")) {
     encodings.push_back(w.at("pos_encoding").get<std::string>());
     EXPECT_EQ(w.at("length"), 32);
+    if (w.contains("skipped")) continue;  // none at 32: every table is longer
     expect_positive(w, "eval_ms");
     expect_positive(w, "peak_rss_mb");
     EXPECT_GE(w.at("growth_mb").get<double>(), 0.0);
