@@ -395,9 +395,8 @@ void read_section(const json& j, const std::string& name, const Fields<S>& field
 // The chosen encoding's options with defaults filled in, as config_to_json writes them.
 void write_encoding_options(const ModelConfig& model, json& out) {
   for (const auto& option : encoding_traits(model.pos_encoding).options) {
-    const double value = encoding_option(model, option.key);
-    out[option.key] =
-        option.integer ? json(static_cast<int64_t>(std::llround(value))) : json(value);
+    out[option.key] = option.integer ? json(encoding_option_int(model, option.key))
+                                     : json(encoding_option(model, option.key));
   }
 }
 

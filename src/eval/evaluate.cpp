@@ -190,11 +190,8 @@ void check_aid(const ModelConfig& model, const EvalRequest& r) {
     throw InputError("--aid " + to_string(r.aid) + " does not apply to model.pos_encoding " +
                      traits.name + " (its aids: " + (names.empty() ? "none" : join(names)) + ")");
   }
-  if (r.aid_factor < 0 || !std::isfinite(r.aid_factor)) {
-    throw InputError("--aid-factor must be >= 1 (or 0 = derived), got " +
-                     fmt::format("{}", r.aid_factor));
-  }
-  if (r.aid_factor > 0 && r.aid_factor < 1) {
+  // The same rule check_eval_options applies to --aid-factor, for requests built in code.
+  if (!(r.aid_factor == 0 || r.aid_factor >= 1) || !std::isfinite(r.aid_factor)) {
     throw InputError("--aid-factor must be >= 1 (or 0 = derived), got " +
                      fmt::format("{}", r.aid_factor));
   }
