@@ -11,8 +11,9 @@ cd "$repo"
 # Lowest first. util: errors, files, hashes, UTF-8; config: the configuration tree; data:
 # tokenizers and corpora; platform: BLAS, CPU, threads; model: the network; run: run
 # directories, checkpoints, training state; eval: evaluation methods and reports; train:
-# the training loop and bench; cli: the subcommands.
-layers=(util config data platform model run eval train cli)
+# the training loop and bench; study: studies (grids of runs, seed statistics, reports); cli:
+# the subcommands.
+layers=(util config data platform model run eval train study cli)
 
 rank() {
   local i

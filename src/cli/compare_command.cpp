@@ -76,15 +76,6 @@ RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base) {
   return spec;
 }
 
-// Why this length cannot be evaluated at all ("" when it can): past a learned table.
-std::string past_table(const ModelConfig& model, const EvalRequest& r) {
-  const int64_t limit = position_limit(model);
-  if (r.length <= limit || r.aid == ExtrapolationAid::kInterpolate) return "";
-  return fmt::format("past the {} positions of {} (model.{}; add @interpolate to the run)", limit,
-                     to_string(model.pos_encoding),
-                     encoding_traits(model.pos_encoding).length_limit_key);
-}
-
 PlotSpec make_plot_spec(const Comparison& c) {
   PlotSpec spec;
   spec.title = fmt::format("{}: perplexity vs evaluated length (method {}, {} split)", c.corpus,
@@ -149,7 +140,7 @@ int run_compare(const CompareCommandOptions& o) {
       const auto request =
           make_eval_request(specs[r].settings, length, runs[r].config.eval.batch_tokens,
                             training_length(runs[r].config));
-      skipped[r].push_back(past_table(runs[r].config.model, request));
+      skipped[r].push_back(length_unavailable(runs[r].config.model, request));
       if (skipped[r].back().empty()) check_eval_request(runs[r].model, request);
     }
   }

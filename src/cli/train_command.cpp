@@ -5,15 +5,14 @@
 // how to resume and exits 128 + signal (130 / 143). A second one exits at once; checkpoints
 // are written atomically, so that loses at most the steps since the last checkpoint.
 #include <spdlog/fmt/fmt.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <memory>
 #include <optional>
 
 #include "txl/cli/commands.h"
+#include "txl/cli/signals.h"
 #include "txl/data/corpus.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/trainer.h"
@@ -31,38 +30,6 @@ struct TrainCommandOptions {
   std::string resume_dir;
   std::vector<std::string> overrides;
   bool force = false;
-};
-
-// 0 = run; otherwise the signal number that asked us to stop.
-std::atomic<int> g_stop_signal{0};
-
-void on_signal(int sig) {
-  if (g_stop_signal.exchange(sig) == 0) {
-    // write(2) is async-signal-safe; stdio and fmt are not.
-    static const char kNotice[] =
-        "\ntxl: stopping after the current step and saving a checkpoint "
-        "(signal again to quit at once)\n";
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNotice, sizeof kNotice - 1);
-  } else {
-    // Second signal: leave at once. Checkpoints are written atomically, so nothing is lost
-    // beyond the steps since the last checkpoint; a half-written temporary is removed by the
-    // next --resume.
-    std::_Exit(128 + sig);
-  }
-}
-
-// Installs the handlers for its lifetime.
-class SignalScope {
- public:
-  SignalScope() {
-    g_stop_signal.store(0);
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-  }
-  ~SignalScope() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-  }
 };
 
 std::string key_of(const std::string& assignment) {
@@ -169,7 +136,7 @@ int run_train(const TrainCommandOptions& o) {
   fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir,
              config_to_json(config).dump());
 
-  options.stop_signal = &g_stop_signal;
+  options.stop_signal = &stop_signal();
   TrainSummary summary;
   {
     SignalScope signals;

@@ -103,13 +103,13 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
   s += fmt::format("set title {} offset 0,1\n", gp_quote(spec.title));
   s += fmt::format("set xlabel {}\n", gp_quote(spec.xlabel));
   s += fmt::format("set ylabel {}\n", gp_quote(spec.ylabel + (log_y ? " (log scale)" : "")));
-  s += "set logscale x 2\n";
+  if (spec.log_x) s += "set logscale x 2\n";
   if (log_y) s += "set logscale y 10\n";
   // Ticks exactly at the evaluated lengths, with some room on both sides of them.
   std::string tics;
   for (size_t i = 0; i < xs.size(); ++i)
     tics += fmt::format("{}\"{}\" {}", i ? ", " : "", xs[i], xs[i]);
-  if (!xs.empty()) {
+  if (!xs.empty() && spec.log_x) {
     s += fmt::format("set xtics ({})\n", tics);
     s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(xmin) / 1.4,
                      static_cast<double>(xmax) * 1.4);
@@ -118,7 +118,7 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
   // Outside the plot area: a legend inside would cover the lines wherever they happen to run.
   s += "set key outside right top vertical box\n";
   s += "set tmargin 5\n";
-  s += "set key title \"bars: 95% interval\"\n";
+  if (!spec.key_title.empty()) s += fmt::format("set key title {}\n", gp_quote(spec.key_title));
   for (const auto m : spec.marks) {
     s += fmt::format(
         "set arrow from {}, graph 0 to {}, graph 1 nohead dashtype 2 lw 1.5 lc rgb '#555555'\n", m,
@@ -142,11 +142,23 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
   std::string plot = "plot ";
   for (size_t i = 0; i < spec.series.size(); ++i) {
     const bool bars = !spec.series[i].lo.empty();
+    const std::string colour = kColours[i % kNColours];
+    const std::string sep = i ? ", \\\n     " : "";
+    if (bars && spec.bands) {
+      // The band first, so that every line is drawn over the bands.
+      plot += fmt::format(
+          "{}{} index {} using 1:3:4 with filledcurves fs transparent solid 0.18 noborder "
+          "lc rgb '{}' notitle",
+          sep, gp_quote(data_path), i, colour);
+    }
+    const std::string style = bars && !spec.bands ? "yerrorlines"
+                              : spec.points       ? "linespoints"
+                                                  : "lines";
     plot +=
         fmt::format("{}{} index {} using 1:2{} with {} lw 2 lc rgb '{}' pt {} ps 1 dt {} title {}",
-                    i ? ", \\\n     " : "", gp_quote(data_path), i, bars ? ":3:4" : "",
-                    bars ? "yerrorlines" : "linespoints", kColours[i % kNColours],
-                    kPoints[i % kNPoints], 1 + i / kNColours, gp_quote(spec.series[i].label));
+                    bars && spec.bands ? ", \\\n     " : sep, gp_quote(data_path), i,
+                    bars && !spec.bands ? ":3:4" : "", style, colour, kPoints[i % kNPoints],
+                    1 + i / kNColours, gp_quote(spec.series[i].label));
   }
   plot += "\n";
   s += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"

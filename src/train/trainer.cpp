@@ -36,12 +36,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string format_duration(double seconds) {
-  const auto s = static_cast<int64_t>(std::max(0.0, seconds));
-  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
-  return fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
@@ -533,6 +527,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   // Parsed before anything is written, so a malformed hook leaves the run directory alone.
   std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
   std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
+  const std::vector<int64_t> inject_kill = injected_steps("TXL_INJECT_KILL_AT_STEP");
   save_or_check_vocab(config, options, corpus);
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here
@@ -541,6 +536,9 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   start_run(run, threads);
 
   while (run.state.step < tc.max_steps) {
+    if (std::count(inject_kill.begin(), inject_kill.end(), run.state.step + 1) > 0) {
+      std::raise(SIGKILL);  // testing hook: dies as kill -9 would, mid-run, no checkpoint
+    }
     const StepSnapshot before = snapshot_before_step(run);
     const StepOutcome step = forward_backward(run);
     if (step.finite) {

@@ -1,5 +1,10 @@
 #include "txl/util/text.h"
 
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cstdint>
+
 namespace txl {
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -21,6 +26,12 @@ std::vector<std::string> split(const std::string& text, char separator) {
     }
   }
   return out;
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::max(0.0, seconds));
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+  return fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
 }  // namespace txl

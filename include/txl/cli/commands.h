@@ -14,5 +14,6 @@ void setup_bench(CLI::App& app, int& exit_code);
 void setup_compare(CLI::App& app, int& exit_code);
 void setup_sample(CLI::App& app, int& exit_code);
 void setup_encodings(CLI::App& app, int& exit_code);
+void setup_study(CLI::App& app, int& exit_code);
 
 }  // namespace txl

@@ -27,6 +27,10 @@ struct PlotSpec {
   std::vector<PlotSeries> series;
   std::vector<int64_t> marks;  // vertical lines (training lengths)
   std::string mark_label;      // e.g. "trained at {}", {} replaced by the length
+  bool log_x = true;           // base-2 x axis with ticks at the data's x (false: linear)
+  bool bands = false;          // intervals as shaded bands instead of error bars
+  bool points = true;          // a point shape at each value
+  std::string key_title = "bars: 95% interval";
 };
 
 // Thrown when gnuplot is not on PATH; the message says how to install it.
@@ -39,7 +43,7 @@ class PlotToolMissing : public std::runtime_error {
 std::string find_on_path(const std::string& program);
 
 // The gnuplot script for a spec, given where the data file is and the images go.
-// Log-scale x (base 2); log-scale y when the values span more than a factor of 10.
+// Log-scale x (base 2) unless !log_x; log-scale y when the values span more than a factor of 10.
 std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
                            const std::string& png_path, const std::string& svg_path);
 

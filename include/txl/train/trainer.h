@@ -19,7 +19,9 @@
 //   TXL_INJECT_NAN_AT_STEP=3 (or a list, "3,7") multiplies the loss of those steps (1-based)
 //     by NaN, which makes loss and gradients NaN;
 //   TXL_INJECT_STOP_AT_STEP=k acts as if SIGINT arrived during step k: checkpoint after it,
-//     exit 130.
+//     exit 130;
+//   TXL_INJECT_KILL_AT_STEP=k kills the process with SIGKILL before step k (what kill -9
+//     does: nothing saved since the last checkpoint).
 #pragma once
 
 #include <atomic>

@@ -12,4 +12,7 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 // "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""}.
 std::vector<std::string> split(const std::string& text, char separator);
 
+// "mm:ss", or "h:mm:ss" from an hour on (negative durations read 00:00).
+std::string format_duration(double seconds);
+
 }  // namespace txl

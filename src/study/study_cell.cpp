@@ -1,0 +1,246 @@
+#include "txl/study/study_cell.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include "txl/config/config_diff.h"
+#include "txl/data/corpus.h"
+#include "txl/eval/cache.h"
+#include "txl/platform/runtime.h"
+#include "txl/run/checkpoint.h"
+#include "txl/run/run_dir.h"
+#include "txl/train/trainer.h"
+#include "txl/util/error.h"
+#include "txl/util/fs.h"
+#include "txl/util/text.h"
+
+namespace txl {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::vector<std::string> protocol_labels(const StudySpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& p : spec.protocols) out.push_back(p.label);
+  return out;
+}
+
+// The cell's config as a run directory records it, for comparisons that ignore the keys a
+// resume may change (threads among them).
+std::vector<std::string> config_changes(const json& saved, const Config& cell) {
+  return config_differences(saved, config_to_json(cell), resumable_keys());
+}
+
+std::optional<json> read_json_if_any(const std::string& path) {
+  if (!is_regular_file(path)) return std::nullopt;
+  try {
+    return read_json_file(path);
+  } catch (const InputError&) {
+    return std::nullopt;  // a damaged file counts as absent: the cell is evaluated again
+  }
+}
+
+// The cell file is current when it describes this cell's config, split and protocols.
+bool cell_file_current(const json& j, const StudySpec& spec, const StudyCell& cell) {
+  return j.is_object() && j.contains("config") && config_changes(j["config"], cell.config).empty() &&
+         j.value("split", "") == spec.eval.split &&
+         j.value("checkpoint", "") == spec.eval.checkpoint &&
+         j.value("lengths", json()) == json(spec.eval.lengths) &&
+         j.value("protocol_labels", json()) == json(protocol_labels(spec));
+}
+
+double saved_train_seconds(const StudyPaths& paths, const std::string& cell) {
+  const auto j = read_json_if_any(paths.cell_time(cell));
+  return j ? j->value("train_s", 0.0) : 0.0;
+}
+
+void add_train_seconds(const StudyPaths& paths, const std::string& cell, double seconds) {
+  write_file_atomic(paths.cell_time(cell),
+                    json{{"train_s", saved_train_seconds(paths, cell) + seconds}}.dump() + "\n");
+}
+
+// Why this cell cannot be evaluated with the protocol at this length ("" when it can).
+std::string unavailable(const TransformerLM& model, const ModelConfig& config,
+                        const EvalRequest& request) {
+  const auto& traits = encoding_traits(config.pos_encoding);
+  if (request.method == EvalMethod::kMemory && !model->has_memory())
+    return to_string(config.pos_encoding) + " carries no memory";
+  if (request.aid != ExtrapolationAid::kNone &&
+      std::find(traits.aids.begin(), traits.aids.end(), request.aid) == traits.aids.end())
+    return "the aid " + to_string(request.aid) + " does not apply to " + traits.name;
+  return length_unavailable(config, request);
+}
+
+// Trains the cell's run directory until train.max_steps; false when a signal stopped it.
+bool train_cell(const StudyCell& cell, const StudyPaths& paths, const std::atomic<int>* stop,
+                CellOutcome& outcome) {
+  const std::string dir = paths.run_dir(cell.name);
+  const RunPaths run{dir};
+  std::optional<RunLock> lock;
+  if (is_directory(dir)) lock.emplace(dir);
+  TrainOptions options;
+  options.run_dir = dir;
+  options.stop_signal = stop;
+  if (is_regular_file(run.last_checkpoint())) {
+    const auto saved = read_json_file(run.config());
+    const auto changes = config_changes(saved, cell.config);
+    if (!changes.empty()) {
+      throw InputError(dir + " holds a run with another configuration than the cell " + cell.name +
+                       " (run vs study: " + join(changes, "; ") +
+                       "); move it away or use another --out");
+    }
+    const auto state = read_checkpoint_state(run.last_checkpoint());
+    if (state.step >= cell.config.train.max_steps) return true;
+    remove_stale_temporaries(dir);
+    options.resume = true;
+    fmt::print(stderr, "[study] {}: resuming at step {} of {}\n", cell.name, state.step,
+               cell.config.train.max_steps);
+  }
+  Corpus corpus = load_training_data(cell.config);
+  // Without a checkpoint nothing can be resumed: what an earlier attempt wrote before its
+  // first checkpoint is replaced.
+  if (!options.resume) prepare_run_dir(dir, /*force=*/true);
+  if (!lock) lock.emplace(dir);
+  const auto start = Clock::now();
+  const TrainSummary summary = train_model(cell.config, options, std::move(corpus));
+  outcome.train_seconds = seconds_since(start);
+  outcome.trained = true;
+  add_train_seconds(paths, cell.name, outcome.train_seconds);
+  if (summary.interrupted) {
+    outcome.interrupted = true;
+    outcome.signal = summary.stop_signal;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string to_string(CellState state) {
+  switch (state) {
+    case CellState::kQueued: return "queued";
+    case CellState::kPartial: return "partly trained";
+    case CellState::kTrained: return "trained";
+    case CellState::kDone: return "done";
+  }
+  return "?";
+}
+
+CellState cell_state(const StudySpec& spec, const StudyCell& cell, const StudyPaths& paths) {
+  const auto file = read_json_if_any(paths.cell_file(cell.name));
+  if (file && cell_file_current(*file, spec, cell)) return CellState::kDone;
+  const RunPaths run{paths.run_dir(cell.name)};
+  if (!is_regular_file(run.last_checkpoint())) return CellState::kQueued;
+  try {
+    const auto state = read_checkpoint_state(run.last_checkpoint());
+    return state.step >= cell.config.train.max_steps ? CellState::kTrained : CellState::kPartial;
+  } catch (const InputError&) {
+    return CellState::kPartial;  // run_cell reports what is wrong with it
+  }
+}
+
+CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPaths& paths,
+                     const std::atomic<int>* stop) {
+  CellOutcome outcome;
+  if (cell_state(spec, cell, paths) == CellState::kDone) return outcome;
+  fs::create_directories(paths.dir + "/runs");
+  fs::create_directories(paths.dir + "/cells");
+  if (!train_cell(cell, paths, stop, outcome)) return outcome;
+
+  // Evaluate every protocol at every length, through the run's cache.
+  const auto start = Clock::now();
+  const std::string dir = paths.run_dir(cell.name);
+  RunLock lock(dir);
+  LoadedRun run = load_run(dir, spec.eval.checkpoint);
+  const auto ids = load_split(run.config.data.dir, spec.eval.split, run.vocab);
+  set_threads(cell.config.train.threads);
+  CachedEvaluator evaluator(run, spec.eval.checkpoint, spec.eval.split, ids, /*read_cache=*/true);
+  json protocols = json::array();
+  for (const auto& protocol : spec.protocols) {
+    json results = json::array();
+    for (const int64_t length : spec.eval.lengths) {
+      if (stop && stop->load() != 0) {
+        outcome.interrupted = true;
+        outcome.signal = stop->load();
+        return outcome;
+      }
+      const auto request = make_eval_request(protocol.settings, length, run.config.eval.batch_tokens,
+                                             training_length(run.config));
+      const std::string reason = unavailable(run.model, run.config.model, request);
+      if (!reason.empty()) {
+        results.push_back({{"length", length}, {"skipped", reason}});
+        continue;
+      }
+      check_eval_request(run.model, request);
+      bool cached = false;
+      const EvalResult r = evaluator.evaluate(request, &cached);
+      fmt::print(stderr, "[study] {} {} L={}: ppl {:.3f} over {} tokens{}\n", cell.name,
+                 protocol.label, length, r.ppl(), r.tokens, cached ? " (cached)" : "");
+      results.push_back(result_to_json(r));
+    }
+    protocols.push_back({{"label", protocol.label}, {"results", results}});
+  }
+  outcome.eval_seconds = seconds_since(start);
+  const json j = {{"name", cell.name},
+                  {"group", cell.group},
+                  {"seed", cell.seed},
+                  {"overrides", cell.overrides},
+                  {"config", config_to_json(cell.config)},
+                  {"run_dir", dir},
+                  {"split", spec.eval.split},
+                  {"checkpoint", spec.eval.checkpoint},
+                  {"checkpoint_step", run.state.step},
+                  {"lengths", spec.eval.lengths},
+                  {"protocol_labels", protocol_labels(spec)},
+                  {"protocols", protocols},
+                  {"timing",
+                   {{"train_s", saved_train_seconds(paths, cell.name)},
+                    {"eval_s", outcome.eval_seconds}}}};
+  write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
+  return outcome;
+}
+
+std::optional<CellResults> read_cell_results(const StudySpec& spec, const StudyCell& cell,
+                                             const StudyPaths& paths) {
+  const auto j = read_json_if_any(paths.cell_file(cell.name));
+  if (!j || !cell_file_current(*j, spec, cell)) return std::nullopt;
+  CellResults c;
+  c.name = cell.name;
+  c.group = cell.group;
+  c.seed = cell.seed;
+  c.encoding = to_string(cell.config.model.pos_encoding);
+  c.train_length = cell.config.train.tgt_len;
+  c.steps = j->value("checkpoint_step", int64_t{0});
+  c.train_seconds = (*j)["timing"].value("train_s", 0.0);
+  c.eval_seconds = (*j)["timing"].value("eval_s", 0.0);
+  c.overrides = (*j)["overrides"];
+  for (const auto& protocol : (*j)["protocols"]) {
+    std::vector<std::optional<EvalResult>> results;
+    std::vector<std::string> skipped;
+    for (const auto& r : protocol["results"]) {
+      if (r.contains("skipped")) {
+        results.push_back(std::nullopt);
+        skipped.push_back(r["skipped"].get<std::string>());
+      } else {
+        results.push_back(result_from_json(r));
+        skipped.push_back("");
+      }
+    }
+    c.results.push_back(std::move(results));
+    c.skipped.push_back(std::move(skipped));
+  }
+  return c;
+}
+
+}  // namespace txl

@@ -1,0 +1,370 @@
+#include "txl/study/study_config.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+#include "txl/config/config_diff.h"
+#include "txl/config/encodings.h"
+#include "txl/eval/evaluate.h"
+#include "txl/util/error.h"
+#include "txl/util/text.h"
+
+namespace txl {
+
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kTopKeys = {"base", "grid", "eval", "baseline"};
+const std::vector<std::string> kEvalKeys = {"split", "methods",    "lengths", "stride",
+                                            "mem_lens", "aids", "max_tokens", "checkpoint"};
+constexpr const char* kEncodingKey = "model.pos_encoding";
+constexpr const char* kSeedKey = "train.seed";
+
+void check_keys(const json& j, const std::vector<std::string>& allowed, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + " must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      throw InputError(where + ": unknown key \"" + key + "\"; valid keys: " + join(allowed));
+    }
+  }
+}
+
+int64_t read_int(const json& j, const std::string& where) {
+  if (!j.is_number_integer()) throw InputError(where + " must be an integer, got " + j.dump());
+  return j.get<int64_t>();
+}
+
+std::string read_string(const json& j, const std::string& where) {
+  if (!j.is_string()) throw InputError(where + " must be a string, got " + j.dump());
+  return j.get<std::string>();
+}
+
+// A non-empty list without repeated values.
+const json& read_list(const json& j, const std::string& where) {
+  if (!j.is_array()) throw InputError(where + " must be a list, got " + j.dump());
+  if (j.empty()) throw InputError(where + " is an empty list; give at least one value");
+  for (size_t i = 0; i < j.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (j[i] == j[k]) {
+        throw InputError(where + " lists " + j[i].dump() +
+                         " twice; every value must appear once (each makes its own cells)");
+      }
+    }
+  }
+  return j;
+}
+
+// The value as --set writes it: strings bare, everything else as JSON.
+std::string assignment_value(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// A value as it appears in a cell name: letters, digits, '.', '_' and '-' kept, the rest '_'.
+std::string name_part(const json& v) {
+  std::string s = assignment_value(v);
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return s;
+}
+
+StudyEval parse_eval(const json& j, const std::string& where, const Config& base) {
+  StudyEval e;
+  e.lengths = base.eval.lengths;
+  e.split = base.eval.split;
+  if (j.is_null()) return e;
+  check_keys(j, kEvalKeys, where);
+  if (j.contains("split")) {
+    e.split = read_string(j["split"], where + ".split");
+    if (e.split != "valid" && e.split != "test")
+      throw InputError(where + ".split \"" + e.split + "\" is not valid; expected valid or test");
+  }
+  if (j.contains("methods")) {
+    e.methods.clear();
+    for (const auto& m : read_list(j["methods"], where + ".methods")) {
+      const std::string name = read_string(m, where + ".methods");
+      try {
+        parse_eval_method(name);
+      } catch (const InputError& err) {
+        throw InputError(where + ".methods: " + err.what());
+      }
+      e.methods.push_back(name);
+    }
+  }
+  if (j.contains("lengths")) {
+    e.lengths.clear();
+    for (const auto& v : read_list(j["lengths"], where + ".lengths")) {
+      const int64_t length = read_int(v, where + ".lengths");
+      if (length < 1) throw InputError(where + ".lengths: " + v.dump() + " is not a positive length");
+      e.lengths.push_back(length);
+    }
+    std::sort(e.lengths.begin(), e.lengths.end());
+  }
+  if (j.contains("stride")) {
+    e.stride = read_int(j["stride"], where + ".stride");
+    if (e.stride < 0)
+      throw InputError(where + ".stride (" + std::to_string(e.stride) +
+                       ") must be >= 1, or 0 for L/2");
+  }
+  if (j.contains("mem_lens")) {
+    e.mem_lens.clear();
+    for (const auto& v : read_list(j["mem_lens"], where + ".mem_lens")) {
+      const int64_t m = read_int(v, where + ".mem_lens");
+      if (m < -1)
+        throw InputError(where + ".mem_lens: " + v.dump() +
+                         " is not valid; expected >= 0, or -1 for the evaluated length");
+      e.mem_lens.push_back(m);
+    }
+  }
+  if (j.contains("aids")) {
+    e.aids.clear();
+    for (const auto& v : read_list(j["aids"], where + ".aids")) e.aids.push_back(read_string(v, where + ".aids"));
+  }
+  if (j.contains("max_tokens")) {
+    e.max_tokens = read_int(j["max_tokens"], where + ".max_tokens");
+    if (e.max_tokens < 0) throw InputError(where + ".max_tokens must be >= 0 (0 = the whole split)");
+  }
+  if (j.contains("checkpoint")) {
+    e.checkpoint = read_string(j["checkpoint"], where + ".checkpoint");
+    if (e.checkpoint != "last" && e.checkpoint != "best")
+      throw InputError(where + ".checkpoint \"" + e.checkpoint + "\" is not valid; expected last or best");
+  }
+  return e;
+}
+
+// "yarn" or "ntk:4" into an aid and its factor (0 = derived).
+std::pair<ExtrapolationAid, double> parse_aid_spec(const std::string& spec, const std::string& where) {
+  const size_t colon = spec.find(':');
+  const ExtrapolationAid aid = parse_extrapolation_aid(spec.substr(0, colon), where);
+  double factor = 0.0;
+  if (colon != std::string::npos) {
+    const std::string text = spec.substr(colon + 1);
+    char* end = nullptr;
+    factor = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(factor >= 1) || !std::isfinite(factor)) {
+      throw InputError(where + ": \"" + spec + "\" has no valid factor; expected aid:factor with a "
+                       "factor >= 1, e.g. ntk:4, or the aid alone to derive it from the length");
+    }
+  }
+  if (aid == ExtrapolationAid::kNone && factor != 0.0)
+    throw InputError(where + ": \"" + spec + "\": the aid none takes no factor");
+  return {aid, factor};
+}
+
+std::vector<StudyProtocol> make_protocols(const StudyEval& e, const std::string& where) {
+  std::vector<StudyProtocol> out;
+  for (const auto& aid_spec : e.aids) {
+    const auto [aid, factor] = parse_aid_spec(aid_spec, where + ".aids");
+    for (const auto& method_name : e.methods) {
+      const EvalMethod method = parse_eval_method(method_name);
+      const std::vector<int64_t> mems =
+          method == EvalMethod::kMemory ? e.mem_lens : std::vector<int64_t>{-1};
+      for (const int64_t mem : mems) {
+        StudyProtocol p;
+        p.settings.method = method;
+        p.settings.stride = method == EvalMethod::kSliding ? e.stride : 0;
+        p.settings.mem_len = mem;
+        p.settings.max_tokens = e.max_tokens;
+        p.settings.aid = aid;
+        p.settings.aid_factor = factor;
+        p.label = method_name;
+        if (method == EvalMethod::kMemory && e.mem_lens.size() > 1)
+          p.label += mem < 0 ? " mem=L" : " mem" + std::to_string(mem);
+        if (aid != ExtrapolationAid::kNone) p.label += "+" + aid_spec;
+        out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+// Grid axes in naming order: the encoding, the other keys by name, the seed.
+std::vector<GridAxis> parse_grid(const json& j, const std::string& where) {
+  if (!j.is_object()) throw InputError(where + " must be a JSON object of key: [values]");
+  for (const char* required : {kEncodingKey, kSeedKey}) {
+    if (!j.contains(required)) {
+      throw InputError(where + " needs \"" + std::string(required) +
+                       "\": a study compares encodings (model.pos_encoding) over seeds "
+                       "(train.seed), e.g. \"train.seed\": [1, 2, 3]");
+    }
+  }
+  std::vector<GridAxis> axes;
+  axes.push_back({kEncodingKey, {}});
+  for (const auto& [key, value] : j.items()) {
+    if (key != kEncodingKey && key != kSeedKey) axes.push_back({key, {}});
+  }
+  axes.push_back({kSeedKey, {}});
+  for (auto& axis : axes) {
+    for (const auto& v : read_list(j[axis.key], where + "[\"" + axis.key + "\"]")) axis.values.push_back(v);
+  }
+  for (const auto& v : axes.back().values) read_int(v, where + "[\"train.seed\"]");
+  return axes;
+}
+
+// Advances a mixed-radix counter over the grid, the last axis fastest; false after the last.
+bool next_combination(std::vector<size_t>& index, const std::vector<GridAxis>& grid) {
+  for (size_t a = grid.size(); a-- > 0;) {
+    if (++index[a] < grid[a].values.size()) return true;
+    index[a] = 0;
+  }
+  return false;
+}
+
+bool grid_has(const std::vector<GridAxis>& grid, const std::string& key) {
+  return std::any_of(grid.begin(), grid.end(), [&](const GridAxis& a) { return a.key == key; });
+}
+
+std::string field_of(const std::string& key) { return key.substr(key.find('.') + 1); }
+
+}  // namespace
+
+StudySpec study_from_json(const json& j, const std::string& source, int64_t threads) {
+  StudySpec spec;
+  spec.source = source;
+  check_keys(j, kTopKeys, source);
+  if (!j.contains("base")) throw InputError(source + ": \"base\" is missing; give a txl config (a path or inline)");
+  if (!j.contains("grid")) throw InputError(source + ": \"grid\" is missing, e.g. {\"model.pos_encoding\": [\"relative\", \"rope\"], \"train.seed\": [1, 2, 3]}");
+  std::string base_source = source + ": base";
+  if (j["base"].is_string()) {
+    base_source = j["base"].get<std::string>();
+    spec.base_path = base_source;
+    spec.base = read_json_file(base_source);
+  } else if (j["base"].is_object()) {
+    spec.base = j["base"];
+  } else {
+    throw InputError(source + ": \"base\" must be a path to a txl config or the config inline");
+  }
+  if (threads > 0) spec.base["train"]["threads"] = threads;
+  const Config base = config_from_json(spec.base, base_source);
+  spec.grid = parse_grid(j["grid"], source + ": grid");
+  spec.eval = parse_eval(j.contains("eval") ? j["eval"] : json(), source + ": eval", base);
+  spec.protocols = make_protocols(spec.eval, source + ": eval");
+  if (j.contains("baseline")) spec.baseline = read_string(j["baseline"], source + ": baseline");
+
+  // Every combination, the first axis outermost.
+  std::vector<size_t> index(spec.grid.size(), 0);
+  std::set<std::string> names;
+  do {
+    StudyCell cell;
+    json cj = spec.base;
+    std::vector<std::string> parts, group_parts;
+    for (size_t a = 0; a < spec.grid.size(); ++a) {
+      const auto& axis = spec.grid[a];
+      const json& v = axis.values[index[a]];
+      const std::string assignment = axis.key + "=" + assignment_value(v);
+      try {
+        apply_override(cj, assignment);
+      } catch (const InputError& e) {
+        throw InputError(source + ": grid[\"" + axis.key + "\"]: " + e.what());
+      }
+      cell.overrides.push_back(assignment);
+      if (axis.key == kSeedKey) {
+        cell.seed = v.get<int64_t>();
+        parts.push_back("seed" + name_part(v));
+      } else {
+        const std::string part = axis.key == kEncodingKey ? name_part(v) : field_of(axis.key) + name_part(v);
+        parts.push_back(part);
+        group_parts.push_back(part);
+      }
+    }
+    // An encoding without memory cannot train with the base's memory: unless the grid sets
+    // train.mem_len itself, such a cell trains without (and says so in its overrides).
+    if (!grid_has(spec.grid, "train.mem_len") && cj.contains("model") &&
+        cj["model"].contains("pos_encoding") && cj["model"]["pos_encoding"].is_string() &&
+        (!cj.contains("train") || !cj["train"].is_object() ||
+         cj["train"].value("mem_len", int64_t{-1}) != 0)) {
+      const std::string enc = cj["model"]["pos_encoding"];
+      const auto& registry = encoding_registry();
+      const auto it = std::find_if(registry.begin(), registry.end(),
+                                   [&](const EncodingTraits& t) { return enc == t.name; });
+      if (it != registry.end() && !it->takes_memory) {
+        apply_override(cj, "train.mem_len=0");
+        cell.overrides.push_back("train.mem_len=0");
+      }
+    }
+    cell.name = join(parts, "-");
+    cell.group = join(group_parts, "-");
+    if (!names.insert(cell.name).second) {
+      throw InputError(source + ": two cells would both be named " + cell.name +
+                       " (grid values that differ only in characters a name cannot hold)");
+    }
+    try {
+      cell.config = config_from_json(cj, source + ": cell " + cell.name);
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + " (grid values " + join(cell.overrides) + ")");
+    }
+    if (std::find(spec.groups.begin(), spec.groups.end(), cell.group) == spec.groups.end())
+      spec.groups.push_back(cell.group);
+    spec.cells.push_back(std::move(cell));
+  } while (next_combination(index, spec.grid));
+  if (!spec.baseline.empty() &&
+      std::find(spec.groups.begin(), spec.groups.end(), spec.baseline) == spec.groups.end()) {
+    throw InputError(source + ": baseline \"" + spec.baseline +
+                     "\" is not a group of this study; groups: " + join(spec.groups));
+  }
+  return spec;
+}
+
+StudySpec read_study(const std::string& path, int64_t threads) {
+  return study_from_json(read_json_file(path), path, threads);
+}
+
+json study_manifest(const StudySpec& spec) {
+  json grid = json::array();
+  for (const auto& axis : spec.grid) grid.push_back({{"key", axis.key}, {"values", axis.values}});
+  json protocols = json::array();
+  for (const auto& p : spec.protocols) protocols.push_back(p.label);
+  const StudyEval& e = spec.eval;
+  return {{"format", "txl-study"},
+          {"version", 1},
+          {"base", config_to_json(config_from_json(spec.base, spec.source))},
+          {"grid", grid},
+          {"eval",
+           {{"split", e.split},
+            {"methods", e.methods},
+            {"lengths", e.lengths},
+            {"stride", e.stride},
+            {"mem_lens", e.mem_lens},
+            {"aids", e.aids},
+            {"max_tokens", e.max_tokens},
+            {"checkpoint", e.checkpoint}}}};
+}
+
+std::vector<std::string> study_differences(const json& saved, const json& now) {
+  std::vector<std::string> out;
+  for (const auto& d : config_differences(saved.at("base"), now.at("base"), {"train.threads"}))
+    out.push_back("base " + d);
+  for (const auto& [key, value] : saved.at("eval").items()) {
+    if (!now.at("eval").contains(key) || now["eval"][key] != value)
+      out.push_back(fmt::format("eval.{}: {} vs {}", key, value.dump(),
+                                now["eval"].value(key, json()).dump()));
+  }
+  std::vector<std::string> saved_keys, now_keys;
+  for (const auto& a : saved.at("grid")) saved_keys.push_back(a.at("key"));
+  for (const auto& a : now.at("grid")) now_keys.push_back(a.at("key"));
+  if (saved_keys != now_keys) {
+    out.push_back("grid keys: " + join(saved_keys) + " vs " + join(now_keys));
+    return out;
+  }
+  for (size_t a = 0; a < saved_keys.size(); ++a) {
+    const auto& now_values = now["grid"][a]["values"];
+    for (const auto& v : saved["grid"][a]["values"]) {
+      if (std::find(now_values.begin(), now_values.end(), v) == now_values.end())
+        out.push_back("grid[\"" + saved_keys[a] + "\"] no longer lists " + v.dump() +
+                      " (values may be added, not removed)");
+    }
+  }
+  return out;
+}
+
+const StudyCell* find_cell(const StudySpec& spec, const std::string& name) {
+  for (const auto& cell : spec.cells) {
+    if (cell.name == name) return &cell;
+  }
+  return nullptr;
+}
+
+}  // namespace txl

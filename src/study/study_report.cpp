@@ -1,0 +1,401 @@
+#include "txl/study/study_report.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "txl/eval/cache.h"
+#include "txl/eval/plot.h"
+#include "txl/eval/report.h"
+#include "txl/run/run_dir.h"
+#include "txl/util/fs.h"
+#include "txl/util/text.h"
+#include "txl/util/version.h"
+
+namespace txl {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json maybe(bool valid, double value) { return valid ? json(value) : json(nullptr); }
+
+json estimate_json(const Estimate& e, const std::string& name) {
+  return {{name, e.value},
+          {name + "_lo", maybe(e.has_interval, e.lo)},
+          {name + "_hi", maybe(e.has_interval, e.hi)},
+          {"interval", e.basis.empty() ? json(nullptr) : json(e.basis)}};
+}
+
+std::string slug(const std::string& label) {
+  std::string s;
+  for (const char c : label) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  return s;
+}
+
+std::string ppl_plot(const StudyProtocol& p) { return "plots/ppl-" + slug(p.label); }
+std::string position_plot(const StudyProtocol& p) { return "plots/positions-" + slug(p.label); }
+const char* const kValidationPlot = "plots/validation";
+const char* const kLossPlot = "plots/train-loss";
+
+bool chars(const StudySpec& spec) { return spec.cells.front().config.data.tokenizer == TokenizerKind::kChar; }
+
+std::string corpus_name(const StudySpec& spec) { return run_name(spec.cells.front().config.data.dir); }
+
+// "5.37 [5.31, 5.43]"; "5.37" without an interval.
+std::string format_estimate(const Estimate& e, int digits = 2) {
+  if (!e.has_interval) return fmt::format("{:.{}f}", e.value, digits);
+  return fmt::format("{:.{}f} [{:.{}f}, {:.{}f}]", e.value, digits, e.lo, digits, e.hi, digits);
+}
+
+std::string ratio_cell(const Estimate& e) {
+  return format_estimate(e, 3) + (e.basis == "windows" ? " (w)" : "");
+}
+
+std::vector<json> metrics_lines(const StudyPaths& paths, const std::string& cell) {
+  std::vector<json> out;
+  std::ifstream in(RunPaths{paths.run_dir(cell)}.metrics());
+  std::string line;
+  while (std::getline(in, line)) {
+    try {
+      out.push_back(json::parse(line));
+    } catch (const json::exception&) {
+      // a line cut by kill -9: skip it
+    }
+  }
+  return out;
+}
+
+// The last validation perplexity in the cell's metrics (0 when none).
+double last_valid_ppl(const StudyPaths& paths, const std::string& cell) {
+  double ppl = 0.0;
+  for (const auto& j : metrics_lines(paths, cell)) {
+    if (j.contains("valid_ppl") && j["valid_ppl"].is_number()) ppl = j["valid_ppl"];
+  }
+  return ppl;
+}
+
+PlotSpec ppl_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p) {
+  PlotSpec s;
+  s.title = fmt::format("{}: perplexity vs evaluated length ({}, {} split)", corpus_name(spec),
+                        spec.protocols[p].label, spec.eval.split);
+  s.xlabel = "evaluated length L (tokens, log2 scale)";
+  s.ylabel = "perplexity";
+  s.mark_label = "trained at {}";
+  s.bands = true;
+  s.key_title = "bands: 95% interval over seeds";
+  for (const auto& g : stats.groups) {
+    PlotSeries series;
+    series.label = fmt::format("{} ({} seed{})", g.name, g.seeds.size(), g.seeds.size() == 1 ? "" : "s");
+    for (const auto& row : g.rows[p]) {
+      if (!row.unavailable.empty()) continue;
+      series.x.push_back(row.length);
+      series.y.push_back(row.ppl.value);
+      series.lo.push_back(row.ppl.has_interval ? row.ppl.lo : row.ppl.value);
+      series.hi.push_back(row.ppl.has_interval ? row.ppl.hi : row.ppl.value);
+    }
+    if (series.x.empty()) continue;
+    s.series.push_back(series);
+    if (std::find(s.marks.begin(), s.marks.end(), g.train_length) == s.marks.end())
+      s.marks.push_back(g.train_length);
+  }
+  return s;
+}
+
+// Mean NLL per window position at the longest length every group reached.
+PlotSpec position_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p) {
+  PlotSpec s;
+  const int64_t length = spec.eval.lengths.back();
+  s.title = fmt::format("{}: loss by position in the window at L = {} ({})", corpus_name(spec),
+                        length, spec.protocols[p].label);
+  s.xlabel = "position in the window (first position of each bucket)";
+  s.ylabel = "mean NLL (nats per token, mean over seeds)";
+  s.mark_label = "trained at {}";
+  s.log_x = false;
+  s.key_title = "";
+  for (const auto& g : stats.groups) {
+    const auto& row = g.rows[p].back();
+    if (!row.unavailable.empty() || row.position_nll.empty()) continue;
+    PlotSeries series;
+    series.label = g.name;
+    for (size_t b = 0; b < row.position_nll.size(); ++b) {
+      series.x.push_back(row.position_start[b]);
+      series.y.push_back(row.position_nll[b]);
+    }
+    s.series.push_back(series);
+    if (g.train_length < length &&
+        std::find(s.marks.begin(), s.marks.end(), g.train_length) == s.marks.end())
+      s.marks.push_back(g.train_length);
+  }
+  return s;
+}
+
+// One line per cell from its metrics.jsonl: validation perplexity or training loss by step.
+PlotSpec training_plot_spec(const StudySpec& spec, const StudyPaths& paths,
+                            const std::vector<CellResults>& cells, bool validation) {
+  PlotSpec s;
+  s.title = fmt::format("{}: {} during training, per cell", corpus_name(spec),
+                        validation ? "validation perplexity" : "training loss");
+  s.xlabel = "optimizer step";
+  s.ylabel = validation ? "validation perplexity" : "training loss (nats per token, log interval mean)";
+  s.log_x = false;
+  s.key_title = "";
+  s.points = validation;
+  for (const auto& c : cells) {
+    PlotSeries series;
+    series.label = c.name;
+    for (const auto& j : metrics_lines(paths, c.name)) {
+      const char* key = validation ? "valid_ppl" : "loss";
+      if (!j.contains(key) || !j[key].is_number() || !j.contains("step")) continue;
+      if (!validation && j.contains("valid_ppl")) continue;
+      series.x.push_back(j["step"].get<int64_t>());
+      series.y.push_back(j[key].get<double>());
+    }
+    if (!series.x.empty()) s.series.push_back(series);
+  }
+  return s;
+}
+
+}  // namespace
+
+json study_results_json(const StudySpec& spec, const std::vector<CellResults>& cells,
+                        const StudyStats& stats, const StudyReportInfo& info) {
+  const BootstrapOptions bootstrap;
+  json j = {{"format", "txl-study-results"},
+            {"version", 1},
+            {"txl_version", txl_version()},
+            {"machine", info.machine},
+            {"study_config", info.config_path},
+            {"study", study_manifest(spec)},
+            {"baseline", stats.baseline},
+            {"statistics",
+             {{"method", kStatisticsMethod}, {"level", 0.95}, {"single_seed", to_json(bootstrap)}}},
+            {"protocols", json::array()},
+            {"lengths", spec.eval.lengths},
+            {"cells", json::array()},
+            {"groups", json::array()},
+            {"missing_cells", stats.missing_cells}};
+  for (const auto& p : spec.protocols) j["protocols"].push_back(p.label);
+  for (const auto& c : cells) {
+    json cj = {{"name", c.name},     {"group", c.group},         {"seed", c.seed},
+               {"encoding", c.encoding}, {"overrides", c.overrides}, {"steps", c.steps},
+               {"timing", {{"train_s", c.train_seconds}, {"eval_s", c.eval_seconds}}},
+               {"results", json::array()}};
+    for (size_t p = 0; p < c.results.size(); ++p) {
+      for (size_t li = 0; li < c.results[p].size(); ++li) {
+        json r;
+        if (c.results[p][li]) {
+          r = summary_to_json(*c.results[p][li], chars(spec), bootstrap);
+          r["per_position"] = per_position_to_json(*c.results[p][li]);
+        } else {
+          r = {{"length", spec.eval.lengths[li]}, {"skipped", c.skipped[p][li]}};
+        }
+        r["protocol"] = spec.protocols[p].label;
+        cj["results"].push_back(r);
+      }
+    }
+    j["cells"].push_back(cj);
+  }
+  for (const auto& g : stats.groups) {
+    json gj = {{"name", g.name},
+               {"encoding", g.encoding},
+               {"train_length", g.train_length},
+               {"seeds", g.seeds},
+               {"protocols", json::array()}};
+    for (size_t p = 0; p < g.rows.size(); ++p) {
+      json rows = json::array();
+      for (const auto& row : g.rows[p]) {
+        json r = {{"length", row.length}};
+        if (!row.unavailable.empty()) {
+          r["unavailable"] = row.unavailable;
+          rows.push_back(r);
+          continue;
+        }
+        r["seeds"] = row.seeds;
+        r["mean_nll"] = row.mean_nll;
+        r.update(estimate_json(row.ppl, "ppl"));
+        if (row.has_vs_baseline) {
+          json b = estimate_json(row.ppl_ratio, "ppl_ratio");
+          b.update(estimate_json(row.nll_diff, "nll_diff"));
+          b["pairs"] = row.pairs;
+          b["significant"] = row.significant;
+          r["vs_baseline"] = b;
+        }
+        if (row.has_vs_train) r["vs_train_length"] = estimate_json(row.train_ratio, "ppl_ratio");
+        r["per_position"] = {{"bucket_start", row.position_start}, {"mean_nll", row.position_nll}};
+        rows.push_back(r);
+      }
+      gj["protocols"].push_back({{"label", spec.protocols[p].label}, {"rows", rows}});
+    }
+    j["groups"].push_back(gj);
+  }
+  return j;
+}
+
+std::string study_report_markdown(const StudySpec& spec, const std::vector<CellResults>& cells,
+                                  const StudyStats& stats, const StudyReportInfo& info,
+                                  const std::vector<std::string>& plot_notes) {
+  std::string md;
+  const auto& lengths = spec.eval.lengths;
+  md += fmt::format("# txl study: {} ({} split)\n\n", corpus_name(spec), spec.eval.split);
+  md += fmt::format("{} of {} cells finished; groups: {}; baseline: **{}**.\n\n", cells.size(),
+                    spec.cells.size(), join(spec.groups), stats.baseline);
+  if (!stats.missing_cells.empty())
+    md += fmt::format("Not finished yet (not in the statistics): {}.\n\n", join(stats.missing_cells));
+
+  md += "## What was run\n\n";
+  md += fmt::format("- Study config: `{}`; base config {}, resolved in `results.json` (`study.base`).\n",
+                    info.config_path,
+                    spec.base_path.empty() ? "inline" : "`" + spec.base_path + "`");
+  md += "- Grid:\n";
+  for (const auto& axis : spec.grid) {
+    std::vector<std::string> values;
+    for (const auto& v : axis.values) values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+    md += fmt::format("  - `{}`: {}\n", axis.key, join(values));
+  }
+  std::vector<std::string> labels;
+  for (const auto& p : spec.protocols) labels.push_back(p.label);
+  md += fmt::format("- Evaluation: {}; lengths {}; checkpoint {}{}.\n", join(labels),
+                    [&] {
+                      std::vector<std::string> l;
+                      for (const auto x : lengths) l.push_back(std::to_string(x));
+                      return join(l);
+                    }(),
+                    spec.eval.checkpoint,
+                    spec.eval.max_tokens > 0 ? fmt::format("; first {} tokens", spec.eval.max_tokens) : "");
+  md += fmt::format("- Reproduce: `txl study --config {} --out {}`; one cell: `txl study --config {} --out {} --cell NAME`, then `--report`.\n",
+                    info.config_path, info.out_dir, info.config_path, info.out_dir);
+  md += fmt::format("- Machine: {}; txl {}.\n", info.machine, txl_version());
+  if (info.wall_seconds > 0)
+    md += fmt::format("- Wall time of the invocation that wrote this report: {}.\n", format_duration(info.wall_seconds));
+  md += "\n";
+
+  const std::string legend =
+      "Cells: perplexity with its 95% interval over seeds (Student t; `(w)`: one seed, window "
+      "bootstrap). **bold** row: the training length. ▲ significantly worse, ▼ significantly "
+      "better than the baseline (the seed-level interval of the paired difference excludes 0).\n\n";
+  for (size_t p = 0; p < spec.protocols.size(); ++p) {
+    const auto& label = spec.protocols[p].label;
+    md += fmt::format("## Perplexity: {}\n\n", label);
+    md += "| L |";
+    for (const auto& g : stats.groups)
+      md += fmt::format(" {}{} |", g.name, g.name == stats.baseline ? " (baseline)" : "");
+    md += "\n|---|";
+    for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
+    md += "\n";
+    std::vector<std::string> reasons;
+    for (size_t li = 0; li < lengths.size(); ++li) {
+      const bool trained = std::any_of(stats.groups.begin(), stats.groups.end(),
+                                       [&](const GroupStats& g) { return g.train_length == lengths[li]; });
+      md += trained ? fmt::format("| **{}** |", lengths[li]) : fmt::format("| {} |", lengths[li]);
+      for (const auto& g : stats.groups) {
+        const auto& row = g.rows[p][li];
+        if (!row.unavailable.empty()) {
+          md += " n/a |";
+          const std::string why = g.name + ": " + row.unavailable;
+          if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+          continue;
+        }
+        std::string cell = format_estimate(row.ppl);
+        if (row.ppl.basis == "windows") cell += " (w)";
+        if (row.significant) cell += row.nll_diff.value > 0 ? " ▲" : " ▼";
+        md += " " + cell + " |";
+      }
+      md += "\n";
+    }
+    md += "\n" + legend;
+    if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
+    md += fmt::format("![perplexity against length, {}]({}.png)\n\n", label, ppl_plot(spec.protocols[p]));
+
+    md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
+    md += "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than the baseline.\n\n| L |";
+    for (const auto& g : stats.groups)
+      if (g.name != stats.baseline) md += fmt::format(" {} |", g.name);
+    md += "\n|---|";
+    for (const auto& g : stats.groups)
+      if (g.name != stats.baseline) md += "---|";
+    md += "\n";
+    for (size_t li = 0; li < lengths.size(); ++li) {
+      md += fmt::format("| {} |", lengths[li]);
+      for (const auto& g : stats.groups) {
+        if (g.name == stats.baseline) continue;
+        const auto& row = g.rows[p][li];
+        md += row.has_vs_baseline
+                  ? " " + ratio_cell(row.ppl_ratio) + (row.significant ? " *" : "") + " |"
+                  : " n/a |";
+      }
+      md += "\n";
+    }
+    md += "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never called significant).\n\n";
+
+    md += fmt::format("### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
+    md += "| L |";
+    for (const auto& g : stats.groups) md += fmt::format(" {} |", g.name);
+    md += "\n|---|";
+    for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
+    md += "\n";
+    for (size_t li = 0; li < lengths.size(); ++li) {
+      md += fmt::format("| {} |", lengths[li]);
+      for (const auto& g : stats.groups) {
+        const auto& row = g.rows[p][li];
+        md += row.has_vs_train ? " " + format_estimate(row.train_ratio, 3) + " |" : " n/a |";
+      }
+      md += "\n";
+    }
+    md += "\n";
+    md += fmt::format("### {}: loss by position at L = {}\n\n", label, lengths.back());
+    md += fmt::format("![loss by position, {}]({}.png)\n\n", label, position_plot(spec.protocols[p]));
+  }
+
+  md += "## Training\n\n| cell | steps | train time | eval time | last valid ppl |\n|---|---|---|---|---|\n";
+  StudyPaths paths{info.out_dir};
+  for (const auto& c : cells) {
+    md += fmt::format("| {} | {} | {} | {} | {:.3f} |\n", c.name, c.steps,
+                      format_duration(c.train_seconds), format_duration(c.eval_seconds),
+                      last_valid_ppl(paths, c.name));
+  }
+  md += "\nTimes are wall clock on the machine above; a cell resumed after an interruption counts only the training that finished in a txl process that exited cleanly.\n\n";
+  md += fmt::format("![validation perplexity during training]({}.png)\n\n", kValidationPlot);
+  md += fmt::format("![training loss]({}.png)\n\n", kLossPlot);
+  md += "## Statistics\n\n" + std::string(kStatisticsMethod) + "\n";
+  if (!plot_notes.empty()) md += "\n## Plots not drawn\n\n" + join(plot_notes, "\n") + "\n";
+  return md;
+}
+
+std::vector<std::string> write_study_report(const StudySpec& spec, const StudyPaths& paths,
+                                            const std::vector<CellResults>& cells,
+                                            const StudyStats& stats, const StudyReportInfo& info) {
+  std::vector<std::string> written;
+  write_file_atomic(paths.results(), study_results_json(spec, cells, stats, info).dump(2) + "\n");
+  written.push_back(paths.results());
+
+  std::vector<std::pair<std::string, PlotSpec>> plots;
+  for (size_t p = 0; p < spec.protocols.size(); ++p) {
+    plots.emplace_back(ppl_plot(spec.protocols[p]), ppl_plot_spec(spec, stats, p));
+    plots.emplace_back(position_plot(spec.protocols[p]), position_plot_spec(spec, stats, p));
+  }
+  plots.emplace_back(kValidationPlot, training_plot_spec(spec, paths, cells, true));
+  plots.emplace_back(kLossPlot, training_plot_spec(spec, paths, cells, false));
+  fs::create_directories(paths.plots());
+  std::vector<std::string> notes;
+  for (const auto& [name, plot] : plots) {
+    if (plot.series.empty()) continue;
+    const std::string png = paths.dir + "/" + name + ".png", svg = paths.dir + "/" + name + ".svg";
+    try {
+      write_plot(plot, png, svg);
+      written.push_back(png);
+    } catch (const std::exception& e) {
+      notes.push_back(fmt::format("- {}.png: {}", name, e.what()));
+    }
+  }
+  write_file_atomic(paths.report(), study_report_markdown(spec, cells, stats, info, notes));
+  written.push_back(paths.report());
+  return written;
+}
+
+}  // namespace txl

@@ -1,0 +1,204 @@
+// `txl study` end to end on a tiny corpus: 2 encodings x 2 seeds. The report and results
+// hold every cell and number; an interrupted study (SIGINT, and SIGKILL in the middle of a
+// cell) continued by the same command, per-cell runs followed by --report, and --jobs 2 all
+// give the numbers of one uninterrupted study; bad input writes nothing.
+#include <gtest/gtest.h>
+
+#include "cli_harness.h"
+
+namespace txl::testing {
+namespace {
+
+using nlohmann::json;
+
+struct StudyFixture {
+  std::string root;
+  std::string config;  // the study config
+};
+
+StudyFixture make_study(const std::string& name, int steps = 20) {
+  StudyFixture f;
+  f.root = fresh_dir(name);
+  const std::string corpus = write_tiny_corpus(f.root + "/corpus");
+  json base = tiny_config(corpus);
+  base["train"]["max_steps"] = steps;
+  base["train"]["eval_interval"] = 5;
+  base["train"]["log_interval"] = 5;
+  const json study = {{"base", base},
+                      {"grid", {{"model.pos_encoding", {"relative", "alibi"}}, {"train.seed", {1, 2}}}},
+                      {"eval", {{"methods", {"nonoverlap", "memory"}}, {"lengths", {4, 8, 16}}}}};
+  f.config = write_config(f.root + "/study.json", study);
+  return f;
+}
+
+// results.json without what depends on the clock or the invocation.
+json numbers(const std::string& dir) {
+  json j = json::parse(read_text(dir + "/results.json"));
+  for (auto& cell : j["cells"]) cell.erase("timing");
+  return j;
+}
+
+CliResult study(const StudyFixture& f, const std::string& out, std::vector<std::string> extra = {},
+                const std::vector<std::string>& env = {}) {
+  std::vector<std::string> args = {"study", "--config", f.config, "--out", out};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_txl(args, env);
+}
+
+TEST(StudyCli, ReportAndResultsHoldEveryCellAndNumber) {
+  const auto f = make_study("study_full");
+  const std::string out = f.root + "/out";
+  const auto r = study(f, out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = numbers(out);
+  ASSERT_EQ(j["cells"].size(), 4u);
+  EXPECT_EQ(j["protocols"], json({"nonoverlap", "memory"}));
+  EXPECT_EQ(j["baseline"], "relative");
+  EXPECT_TRUE(j["missing_cells"].empty());
+  EXPECT_NE(j["statistics"]["method"].get<std::string>().find("Student t"), std::string::npos);
+  const std::string report = read_text(out + "/report.md");
+  for (const char* cell : {"relative-seed1", "relative-seed2", "alibi-seed1", "alibi-seed2"}) {
+    EXPECT_NE(report.find(std::string("| ") + cell + " |"), std::string::npos) << cell;
+    EXPECT_TRUE(cli_fs::is_regular_file(out + "/runs/" + cell + "/checkpoint.pt")) << cell;
+  }
+  for (const auto& cell : j["cells"]) {
+    ASSERT_EQ(cell["results"].size(), 6u);  // 2 protocols x 3 lengths
+    EXPECT_EQ(cell["steps"], 20);
+  }
+  // Every group row's perplexity appears in the report's tables as printed there.
+  for (const auto& g : j["groups"]) {
+    for (const auto& p : g["protocols"]) {
+      for (const auto& row : p["rows"]) {
+        ASSERT_TRUE(row.contains("ppl")) << row.dump();
+        EXPECT_EQ(row["seeds"], 2);
+        EXPECT_EQ(row["interval"], "seeds");
+        char text[32];
+        std::snprintf(text, sizeof text, "%.2f [", row["ppl"].get<double>());
+        EXPECT_NE(report.find(text), std::string::npos) << text;
+      }
+    }
+  }
+  EXPECT_NE(report.find("![perplexity against length, nonoverlap](plots/ppl-nonoverlap.png)"),
+            std::string::npos);
+  EXPECT_NE(report.find("| **8** |"), std::string::npos);  // the training length is marked
+  // Re-running reuses everything: no training, the same numbers.
+  const auto again = study(f, out);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("step "), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("alibi-seed2: done (reused)"), std::string::npos);
+  EXPECT_EQ(numbers(out), j);
+}
+
+TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
+  const auto f = make_study("study_interrupted");
+  const auto whole = study(f, f.root + "/whole");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const json expected = numbers(f.root + "/whole");
+
+  // SIGINT during the first cell's step 7, then the same command.
+  const std::string a = f.root + "/sigint";
+  const auto stopped = study(f, a, {}, {"TXL_INJECT_STOP_AT_STEP=7"});
+  ASSERT_EQ(stopped.exit_code, 130) << stopped.output;
+  EXPECT_NE(stopped.output.find("Run the same command again"), std::string::npos);
+  const auto resumed = study(f, a);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("relative-seed1: resuming at step 7 of 20"), std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(numbers(a), expected);
+
+  // SIGKILL before step 13 of the first cell (last checkpoint: step 10), then the same command.
+  const std::string b = f.root + "/sigkill";
+  const auto killed = study(f, b, {}, {"TXL_INJECT_KILL_AT_STEP=13"});
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.output;
+  const auto continued = study(f, b);
+  ASSERT_EQ(continued.exit_code, 0) << continued.output;
+  EXPECT_NE(continued.output.find("relative-seed1: resuming at step 10 of 20"), std::string::npos)
+      << continued.output;
+  EXPECT_EQ(numbers(b), expected);
+
+  // One cell at a time (as a scheduler would run them), then --report.
+  const std::string c = f.root + "/cells";
+  const auto list = study(f, c, {"--list"});
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_FALSE(cli_fs::exists(c)) << "--list writes nothing";
+  int commands = 0;
+  for (const char* cell : {"relative-seed1", "relative-seed2", "alibi-seed1", "alibi-seed2"}) {
+    EXPECT_NE(list.output.find(std::string("--cell ") + cell + "  # queued"), std::string::npos)
+        << list.output;
+    const auto one = study(f, c, {"--cell", cell});
+    ASSERT_EQ(one.exit_code, 0) << one.output;
+    EXPECT_FALSE(cli_fs::exists(c + "/results.json")) << "--cell writes no report";
+    ++commands;
+  }
+  EXPECT_EQ(commands, 4);
+  const auto report = study(f, c, {"--report"});
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_EQ(numbers(c), expected);
+
+  // Two cells at a time in child processes.
+  const std::string d = f.root + "/jobs";
+  const auto jobs = study(f, d, {"--jobs", "2", "--threads", "1"});
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.output;
+  EXPECT_TRUE(cli_fs::is_regular_file(d + "/logs/alibi-seed2.log"));
+  EXPECT_EQ(numbers(d), expected);
+}
+
+TEST(StudyCli, PartialReportsAndGrowingGrids) {
+  const auto f = make_study("study_grow", 10);
+  const std::string out = f.root + "/out";
+  ASSERT_EQ(study(f, out, {"--cell", "alibi-seed1"}).exit_code, 0);
+  const auto partial = study(f, out, {"--report"});
+  ASSERT_EQ(partial.exit_code, 0) << partial.output;
+  EXPECT_NE(partial.output.find("3 of 4 cells are not finished"), std::string::npos);
+  EXPECT_EQ(numbers(out)["missing_cells"].size(), 3u);
+  // A seed added to the grid adds cells; the finished one is kept.
+  json grown = json::parse(read_text(f.config));
+  grown["grid"]["train.seed"].push_back(3);
+  write_config(f.config, grown);
+  const auto list = study(f, out, {"--list"});
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_NE(list.output.find("--cell alibi-seed1  # done"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("--cell alibi-seed3  # queued"), std::string::npos) << list.output;
+  // Any other change is refused, naming it, and nothing is touched.
+  const std::string manifest = read_text(out + "/study.json");
+  json changed = grown;
+  changed["eval"]["lengths"] = {4, 8};
+  write_config(f.config, changed);
+  const auto refused = study(f, out);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("eval.lengths: [4,8,16] vs [4,8]"), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(read_text(out + "/study.json"), manifest);
+}
+
+TEST(StudyCli, BadInputExitsTwoAndWritesNothing) {
+  const auto f = make_study("study_bad");
+  json bad = json::parse(read_text(f.config));
+  bad["grid"]["model.pos_encoding"] = {"relative", "relative"};
+  const std::string bad_config = write_config(f.root + "/bad.json", bad);
+  const std::string out = f.root + "/out";
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"study", "--config", bad_config, "--out", out}, "lists \"relative\" twice"},
+      {{"study", "--config", f.root + "/missing.json", "--out", out}, "missing.json"},
+      {{"study", "--config", f.config, "--out", out, "--cell", "rope-seed1"},
+       "--cell rope-seed1 is not a cell"},
+      {{"study", "--config", f.config, "--out", out, "--baseline", "t5"}, "--baseline t5"},
+      {{"study", "--config", f.config, "--out", out, "--jobs", "0"}, "--jobs 0"},
+      {{"study", "--config", f.config, "--out", out, "--threads", "-1"}, "--threads"},
+      {{"study", "--config", f.config, "--out", out, "--report"}, "no cell of"},
+      {{"study", "--config", f.config, "--out", f.root + "/corpus"}, "holds no study"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_txl(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.expected << " in " << r.output;
+  }
+  EXPECT_FALSE(cli_fs::exists(out)) << "a refused study writes nothing";
+}
+
+}  // namespace
+}  // namespace txl::testing
