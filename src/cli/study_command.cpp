@@ -48,8 +48,8 @@ void setup_study(CLI::App& app, int& exit_code) {
                   "Group the others are compared with (default: the config's, or the first)");
   auto* cell = cmd->add_option("--cell", o->cells,
                                "Run only this cell (repeatable; for schedulers: see --list)");
-  auto* list = cmd->add_flag("--list", o->list,
-                             "Print one self-contained command per cell and its state; run nothing");
+  auto* list = cmd->add_flag(
+      "--list", o->list, "Print one self-contained command per cell and its state; run nothing");
   auto* report = cmd->add_flag("--report", o->report_only,
                                "Write results.json and report.md from the finished cells");
   list->excludes(report);

@@ -114,6 +114,7 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
     s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(xmin) / 1.4,
                      static_cast<double>(xmax) * 1.4);
   }
+  if (!spec.log_x && spec.x_max > 0) s += fmt::format("set xrange [0:{}]\n", spec.x_max);
   s += "set grid xtics ytics lc rgb '#dddddd'\n";
   // Outside the plot area: a legend inside would cover the lines wherever they happen to run.
   s += "set key outside right top vertical box\n";

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -62,7 +63,8 @@ void check_and_record_manifest(const StudySpec& spec, const StudyPaths& paths, b
     if (saved == now || !write) return;
   } else if (is_directory(paths.dir) && !fs::is_empty(paths.dir)) {
     throw InputError("--out " + paths.dir + " is a folder that holds no study (" +
-                     paths.manifest() + " is missing) and is not empty; give an empty or new folder");
+                     paths.manifest() +
+                     " is missing) and is not empty; give an empty or new folder");
   } else if (fs::exists(paths.dir) && !is_directory(paths.dir)) {
     throw InputError("--out " + paths.dir + " exists and is not a folder");
   }
@@ -93,8 +95,8 @@ class StudyProgress {
     std::string eta = "time left: unknown until a cell finishes";
     if (measured_cells_ > 0) {
       const double per_cell = measured_ / static_cast<double>(measured_cells_);
-      eta = "time left ~" + format_duration(per_cell * static_cast<double>(left) /
-                                             static_cast<double>(jobs_));
+      eta = "time left ~" +
+            format_duration(per_cell * static_cast<double>(left) / static_cast<double>(jobs_));
     }
     return fmt::format("[study] {} | {} of {} cells done | elapsed {} | {}", what, done_, total_,
                        format_duration(seconds_since(start_)), eta);
@@ -109,9 +111,20 @@ class StudyProgress {
   Clock::time_point start_ = Clock::now();
 };
 
+// The last training progress line ("step ...") a child wrote to its log, or "".
+std::string last_progress_line(const std::string& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.rfind("step ", 0) == 0 || line.rfind("valid @", 0) == 0) last = line;
+  }
+  return last;
+}
+
 void print_states(const StudySpec& spec, const StudyPaths& paths) {
   for (const auto& cell : spec.cells)
-    fmt::print(stderr, "[study]   {:<32} {}\n", cell.name, to_string(cell_state(spec, cell, paths)));
+    fmt::print(stderr, "[study]   {:<32} {}\n", cell.name,
+               to_string(cell_state(spec, cell, paths)));
 }
 
 // Runs the cells one after another in this process; the exit code.
@@ -156,8 +169,15 @@ pid_t spawn_cell(const std::string& exe, const std::vector<std::string>& args,
   std::vector<char*> argv;
   for (auto& s : strings) argv.push_back(s.data());
   argv.push_back(nullptr);
+  // In a process group of its own: a Ctrl-C at the terminal reaches only the study, which
+  // passes one SIGINT on to each cell (two would make a cell quit without its checkpoint).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + exe + " for a study cell");
   return pid;
@@ -174,6 +194,8 @@ int run_children(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
   std::map<pid_t, std::pair<const StudyCell*, Clock::time_point>> running;
   size_t next = 0;
   int failure = 0, signal = 0;
+  constexpr double kProgressSeconds = 15.0;
+  auto last_report = Clock::now();
   std::vector<std::string> failed;
   while (next < cells.size() || !running.empty()) {
     const bool stopping = o.stop && o.stop->load() != 0;
@@ -189,8 +211,9 @@ int run_children(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
         fmt::print(stderr, "{}\n", progress.line(cell->name + ": done (reused)"));
         continue;
       }
-      std::vector<std::string> args = {"study", "--config", o.config_path, "--out", paths.dir,
-                                       "--cell", cell->name, "--threads", std::to_string(threads)};
+      std::vector<std::string> args = {"study",    "--config",  o.config_path,
+                                       "--out",    paths.dir,   "--cell",
+                                       cell->name, "--threads", std::to_string(threads)};
       const pid_t pid = spawn_cell(o.executable, args, paths.log(cell->name));
       running[pid] = {cell, Clock::now()};
       fmt::print(stderr, "{}\n",
@@ -202,6 +225,15 @@ int run_children(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      // Every so often, each running cell's latest training line.
+      if (seconds_since(last_report) >= kProgressSeconds) {
+        last_report = Clock::now();
+        for (const auto& [child, entry] : running) {
+          const std::string line = last_progress_line(paths.log(entry.first->name));
+          if (!line.empty()) fmt::print(stderr, "[study]   {}: {}\n", entry.first->name, line);
+        }
+        fmt::print(stderr, "{}\n", progress.line(fmt::format("{} running", running.size())));
+      }
       continue;
     }
     const auto it = running.find(pid);
@@ -213,7 +245,8 @@ int run_children(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
       progress.finished(seconds_since(start), true);
       fmt::print(stderr, "{}\n", progress.line(cell->name + ": done"));
     } else if (signal != 0 || code == 130 || code == 143) {
-      fmt::print(stderr, "[study] {} stopped (exit {}); its checkpoint is saved\n", cell->name, code);
+      fmt::print(stderr, "[study] {} stopped (exit {}); its checkpoint is saved\n", cell->name,
+                 code);
       if (signal == 0) signal = code - 128;
     } else {
       failure = code;
@@ -240,8 +273,10 @@ int write_report(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
     if (auto c = read_cell_results(spec, cell, paths)) cells.push_back(std::move(*c));
   }
   if (cells.empty()) {
-    throw InputError("no cell of " + paths.dir + " is finished yet; nothing to report (run txl "
-                     "study --config " + o.config_path + " --out " + paths.dir + ")");
+    throw InputError("no cell of " + paths.dir +
+                     " is finished yet; nothing to report (run txl "
+                     "study --config " +
+                     o.config_path + " --out " + paths.dir + ")");
   }
   const std::string baseline = o.baseline.empty() ? spec.baseline : o.baseline;
   const StudyStats stats = compute_study_stats(spec, cells, baseline);
@@ -269,8 +304,8 @@ int run_study(const StudyOptions& o) {
   const StudyPaths paths{o.out_dir.empty() ? default_study_dir(o.config_path) : o.out_dir};
   if (!o.baseline.empty() &&
       std::find(spec.groups.begin(), spec.groups.end(), o.baseline) == spec.groups.end()) {
-    throw InputError("--baseline " + o.baseline + " is not a group of this study; groups: " +
-                     join(spec.groups));
+    throw InputError("--baseline " + o.baseline +
+                     " is not a group of this study; groups: " + join(spec.groups));
   }
   std::vector<const StudyCell*> cells;
   for (const auto& name : o.cells) {
@@ -278,8 +313,8 @@ int run_study(const StudyOptions& o) {
     if (!cell) {
       std::vector<std::string> names;
       for (const auto& c : spec.cells) names.push_back(c.name);
-      throw InputError("--cell " + name + " is not a cell of " + o.config_path + "; cells: " +
-                       join(names));
+      throw InputError("--cell " + name + " is not a cell of " + o.config_path +
+                       "; cells: " + join(names));
     }
     cells.push_back(cell);
   }

@@ -53,7 +53,8 @@ std::optional<json> read_json_if_any(const std::string& path) {
 
 // The cell file is current when it describes this cell's config, split and protocols.
 bool cell_file_current(const json& j, const StudySpec& spec, const StudyCell& cell) {
-  return j.is_object() && j.contains("config") && config_changes(j["config"], cell.config).empty() &&
+  return j.is_object() && j.contains("config") &&
+         config_changes(j["config"], cell.config).empty() &&
          j.value("split", "") == spec.eval.split &&
          j.value("checkpoint", "") == spec.eval.checkpoint &&
          j.value("lengths", json()) == json(spec.eval.lengths) &&
@@ -129,10 +130,14 @@ bool train_cell(const StudyCell& cell, const StudyPaths& paths, const std::atomi
 
 std::string to_string(CellState state) {
   switch (state) {
-    case CellState::kQueued: return "queued";
-    case CellState::kPartial: return "partly trained";
-    case CellState::kTrained: return "trained";
-    case CellState::kDone: return "done";
+    case CellState::kQueued:
+      return "queued";
+    case CellState::kPartial:
+      return "partly trained";
+    case CellState::kTrained:
+      return "trained";
+    case CellState::kDone:
+      return "done";
   }
   return "?";
 }
@@ -175,8 +180,8 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
         outcome.signal = stop->load();
         return outcome;
       }
-      const auto request = make_eval_request(protocol.settings, length, run.config.eval.batch_tokens,
-                                             training_length(run.config));
+      const auto request = make_eval_request(
+          protocol.settings, length, run.config.eval.batch_tokens, training_length(run.config));
       const std::string reason = unavailable(run.model, run.config.model, request);
       if (!reason.empty()) {
         results.push_back({{"length", length}, {"skipped", reason}});
@@ -192,21 +197,21 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
     protocols.push_back({{"label", protocol.label}, {"results", results}});
   }
   outcome.eval_seconds = seconds_since(start);
-  const json j = {{"name", cell.name},
-                  {"group", cell.group},
-                  {"seed", cell.seed},
-                  {"overrides", cell.overrides},
-                  {"config", config_to_json(cell.config)},
-                  {"run_dir", dir},
-                  {"split", spec.eval.split},
-                  {"checkpoint", spec.eval.checkpoint},
-                  {"checkpoint_step", run.state.step},
-                  {"lengths", spec.eval.lengths},
-                  {"protocol_labels", protocol_labels(spec)},
-                  {"protocols", protocols},
-                  {"timing",
-                   {{"train_s", saved_train_seconds(paths, cell.name)},
-                    {"eval_s", outcome.eval_seconds}}}};
+  const json j = {
+      {"name", cell.name},
+      {"group", cell.group},
+      {"seed", cell.seed},
+      {"overrides", cell.overrides},
+      {"config", config_to_json(cell.config)},
+      {"run_dir", dir},
+      {"split", spec.eval.split},
+      {"checkpoint", spec.eval.checkpoint},
+      {"checkpoint_step", run.state.step},
+      {"lengths", spec.eval.lengths},
+      {"protocol_labels", protocol_labels(spec)},
+      {"protocols", protocols},
+      {"timing",
+       {{"train_s", saved_train_seconds(paths, cell.name)}, {"eval_s", outcome.eval_seconds}}}};
   write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
   return outcome;
 }

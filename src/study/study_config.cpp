@@ -20,8 +20,8 @@ namespace {
 using nlohmann::json;
 
 const std::vector<std::string> kTopKeys = {"base", "grid", "eval", "baseline"};
-const std::vector<std::string> kEvalKeys = {"split", "methods",    "lengths", "stride",
-                                            "mem_lens", "aids", "max_tokens", "checkpoint"};
+const std::vector<std::string> kEvalKeys = {"split",    "methods", "lengths",    "stride",
+                                            "mem_lens", "aids",    "max_tokens", "checkpoint"};
 constexpr const char* kEncodingKey = "model.pos_encoding";
 constexpr const char* kSeedKey = "train.seed";
 
@@ -60,7 +60,9 @@ const json& read_list(const json& j, const std::string& where) {
 }
 
 // The value as --set writes it: strings bare, everything else as JSON.
-std::string assignment_value(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string assignment_value(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 // A value as it appears in a cell name: letters, digits, '.', '_' and '-' kept, the rest '_'.
 std::string name_part(const json& v) {
@@ -98,7 +100,8 @@ StudyEval parse_eval(const json& j, const std::string& where, const Config& base
     e.lengths.clear();
     for (const auto& v : read_list(j["lengths"], where + ".lengths")) {
       const int64_t length = read_int(v, where + ".lengths");
-      if (length < 1) throw InputError(where + ".lengths: " + v.dump() + " is not a positive length");
+      if (length < 1)
+        throw InputError(where + ".lengths: " + v.dump() + " is not a positive length");
       e.lengths.push_back(length);
     }
     std::sort(e.lengths.begin(), e.lengths.end());
@@ -121,22 +124,26 @@ StudyEval parse_eval(const json& j, const std::string& where, const Config& base
   }
   if (j.contains("aids")) {
     e.aids.clear();
-    for (const auto& v : read_list(j["aids"], where + ".aids")) e.aids.push_back(read_string(v, where + ".aids"));
+    for (const auto& v : read_list(j["aids"], where + ".aids"))
+      e.aids.push_back(read_string(v, where + ".aids"));
   }
   if (j.contains("max_tokens")) {
     e.max_tokens = read_int(j["max_tokens"], where + ".max_tokens");
-    if (e.max_tokens < 0) throw InputError(where + ".max_tokens must be >= 0 (0 = the whole split)");
+    if (e.max_tokens < 0)
+      throw InputError(where + ".max_tokens must be >= 0 (0 = the whole split)");
   }
   if (j.contains("checkpoint")) {
     e.checkpoint = read_string(j["checkpoint"], where + ".checkpoint");
     if (e.checkpoint != "last" && e.checkpoint != "best")
-      throw InputError(where + ".checkpoint \"" + e.checkpoint + "\" is not valid; expected last or best");
+      throw InputError(where + ".checkpoint \"" + e.checkpoint +
+                       "\" is not valid; expected last or best");
   }
   return e;
 }
 
 // "yarn" or "ntk:4" into an aid and its factor (0 = derived).
-std::pair<ExtrapolationAid, double> parse_aid_spec(const std::string& spec, const std::string& where) {
+std::pair<ExtrapolationAid, double> parse_aid_spec(const std::string& spec,
+                                                   const std::string& where) {
   const size_t colon = spec.find(':');
   const ExtrapolationAid aid = parse_extrapolation_aid(spec.substr(0, colon), where);
   double factor = 0.0;
@@ -145,7 +152,8 @@ std::pair<ExtrapolationAid, double> parse_aid_spec(const std::string& spec, cons
     char* end = nullptr;
     factor = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !(factor >= 1) || !std::isfinite(factor)) {
-      throw InputError(where + ": \"" + spec + "\" has no valid factor; expected aid:factor with a "
+      throw InputError(where + ": \"" + spec +
+                       "\" has no valid factor; expected aid:factor with a "
                        "factor >= 1, e.g. ntk:4, or the aid alone to derive it from the length");
     }
   }
@@ -198,7 +206,8 @@ std::vector<GridAxis> parse_grid(const json& j, const std::string& where) {
   }
   axes.push_back({kSeedKey, {}});
   for (auto& axis : axes) {
-    for (const auto& v : read_list(j[axis.key], where + "[\"" + axis.key + "\"]")) axis.values.push_back(v);
+    for (const auto& v : read_list(j[axis.key], where + "[\"" + axis.key + "\"]"))
+      axis.values.push_back(v);
   }
   for (const auto& v : axes.back().values) read_int(v, where + "[\"train.seed\"]");
   return axes;
@@ -225,8 +234,12 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
   StudySpec spec;
   spec.source = source;
   check_keys(j, kTopKeys, source);
-  if (!j.contains("base")) throw InputError(source + ": \"base\" is missing; give a txl config (a path or inline)");
-  if (!j.contains("grid")) throw InputError(source + ": \"grid\" is missing, e.g. {\"model.pos_encoding\": [\"relative\", \"rope\"], \"train.seed\": [1, 2, 3]}");
+  if (!j.contains("base"))
+    throw InputError(source + ": \"base\" is missing; give a txl config (a path or inline)");
+  if (!j.contains("grid"))
+    throw InputError(source +
+                     ": \"grid\" is missing, e.g. {\"model.pos_encoding\": [\"relative\", "
+                     "\"rope\"], \"train.seed\": [1, 2, 3]}");
   std::string base_source = source + ": base";
   if (j["base"].is_string()) {
     base_source = j["base"].get<std::string>();
@@ -265,7 +278,8 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
         cell.seed = v.get<int64_t>();
         parts.push_back("seed" + name_part(v));
       } else {
-        const std::string part = axis.key == kEncodingKey ? name_part(v) : field_of(axis.key) + name_part(v);
+        const std::string part =
+            axis.key == kEncodingKey ? name_part(v) : field_of(axis.key) + name_part(v);
         parts.push_back(part);
         group_parts.push_back(part);
       }

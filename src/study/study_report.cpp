@@ -43,9 +43,13 @@ std::string position_plot(const StudyProtocol& p) { return "plots/positions-" + 
 const char* const kValidationPlot = "plots/validation";
 const char* const kLossPlot = "plots/train-loss";
 
-bool chars(const StudySpec& spec) { return spec.cells.front().config.data.tokenizer == TokenizerKind::kChar; }
+bool chars(const StudySpec& spec) {
+  return spec.cells.front().config.data.tokenizer == TokenizerKind::kChar;
+}
 
-std::string corpus_name(const StudySpec& spec) { return run_name(spec.cells.front().config.data.dir); }
+std::string corpus_name(const StudySpec& spec) {
+  return run_name(spec.cells.front().config.data.dir);
+}
 
 // "5.37 [5.31, 5.43]"; "5.37" without an interval.
 std::string format_estimate(const Estimate& e, int digits = 2) {
@@ -91,7 +95,8 @@ PlotSpec ppl_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p)
   s.key_title = "bands: 95% interval over seeds";
   for (const auto& g : stats.groups) {
     PlotSeries series;
-    series.label = fmt::format("{} ({} seed{})", g.name, g.seeds.size(), g.seeds.size() == 1 ? "" : "s");
+    series.label =
+        fmt::format("{} ({} seed{})", g.name, g.seeds.size(), g.seeds.size() == 1 ? "" : "s");
     for (const auto& row : g.rows[p]) {
       if (!row.unavailable.empty()) continue;
       series.x.push_back(row.length);
@@ -117,6 +122,7 @@ PlotSpec position_plot_spec(const StudySpec& spec, const StudyStats& stats, size
   s.ylabel = "mean NLL (nats per token, mean over seeds)";
   s.mark_label = "trained at {}";
   s.log_x = false;
+  s.x_max = length;
   s.key_title = "";
   for (const auto& g : stats.groups) {
     const auto& row = g.rows[p].back();
@@ -142,7 +148,8 @@ PlotSpec training_plot_spec(const StudySpec& spec, const StudyPaths& paths,
   s.title = fmt::format("{}: {} during training, per cell", corpus_name(spec),
                         validation ? "validation perplexity" : "training loss");
   s.xlabel = "optimizer step";
-  s.ylabel = validation ? "validation perplexity" : "training loss (nats per token, log interval mean)";
+  s.ylabel =
+      validation ? "validation perplexity" : "training loss (nats per token, log interval mean)";
   s.log_x = false;
   s.key_title = "";
   s.points = validation;
@@ -182,8 +189,12 @@ json study_results_json(const StudySpec& spec, const std::vector<CellResults>& c
             {"missing_cells", stats.missing_cells}};
   for (const auto& p : spec.protocols) j["protocols"].push_back(p.label);
   for (const auto& c : cells) {
-    json cj = {{"name", c.name},     {"group", c.group},         {"seed", c.seed},
-               {"encoding", c.encoding}, {"overrides", c.overrides}, {"steps", c.steps},
+    json cj = {{"name", c.name},
+               {"group", c.group},
+               {"seed", c.seed},
+               {"encoding", c.encoding},
+               {"overrides", c.overrides},
+               {"steps", c.steps},
                {"timing", {{"train_s", c.train_seconds}, {"eval_s", c.eval_seconds}}},
                {"results", json::array()}};
     for (size_t p = 0; p < c.results.size(); ++p) {
@@ -246,33 +257,39 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
   md += fmt::format("{} of {} cells finished; groups: {}; baseline: **{}**.\n\n", cells.size(),
                     spec.cells.size(), join(spec.groups), stats.baseline);
   if (!stats.missing_cells.empty())
-    md += fmt::format("Not finished yet (not in the statistics): {}.\n\n", join(stats.missing_cells));
+    md +=
+        fmt::format("Not finished yet (not in the statistics): {}.\n\n", join(stats.missing_cells));
 
   md += "## What was run\n\n";
-  md += fmt::format("- Study config: `{}`; base config {}, resolved in `results.json` (`study.base`).\n",
-                    info.config_path,
-                    spec.base_path.empty() ? "inline" : "`" + spec.base_path + "`");
+  md += fmt::format(
+      "- Study config: `{}`; base config {}, resolved in `results.json` (`study.base`).\n",
+      info.config_path, spec.base_path.empty() ? "inline" : "`" + spec.base_path + "`");
   md += "- Grid:\n";
   for (const auto& axis : spec.grid) {
     std::vector<std::string> values;
-    for (const auto& v : axis.values) values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& v : axis.values)
+      values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
     md += fmt::format("  - `{}`: {}\n", axis.key, join(values));
   }
   std::vector<std::string> labels;
   for (const auto& p : spec.protocols) labels.push_back(p.label);
-  md += fmt::format("- Evaluation: {}; lengths {}; checkpoint {}{}.\n", join(labels),
-                    [&] {
-                      std::vector<std::string> l;
-                      for (const auto x : lengths) l.push_back(std::to_string(x));
-                      return join(l);
-                    }(),
-                    spec.eval.checkpoint,
-                    spec.eval.max_tokens > 0 ? fmt::format("; first {} tokens", spec.eval.max_tokens) : "");
-  md += fmt::format("- Reproduce: `txl study --config {} --out {}`; one cell: `txl study --config {} --out {} --cell NAME`, then `--report`.\n",
-                    info.config_path, info.out_dir, info.config_path, info.out_dir);
+  md += fmt::format(
+      "- Evaluation: {}; lengths {}; checkpoint {}{}.\n", join(labels),
+      [&] {
+        std::vector<std::string> l;
+        for (const auto x : lengths) l.push_back(std::to_string(x));
+        return join(l);
+      }(),
+      spec.eval.checkpoint,
+      spec.eval.max_tokens > 0 ? fmt::format("; first {} tokens", spec.eval.max_tokens) : "");
+  md += fmt::format(
+      "- Reproduce: `txl study --config {} --out {}`; one cell: `txl study --config {} --out {} "
+      "--cell NAME`, then `--report`.\n",
+      info.config_path, info.out_dir, info.config_path, info.out_dir);
   md += fmt::format("- Machine: {}; txl {}.\n", info.machine, txl_version());
   if (info.wall_seconds > 0)
-    md += fmt::format("- Wall time of the invocation that wrote this report: {}.\n", format_duration(info.wall_seconds));
+    md += fmt::format("- Wall time of the invocation that wrote this report: {}.\n",
+                      format_duration(info.wall_seconds));
   md += "\n";
 
   const std::string legend =
@@ -290,15 +307,17 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     md += "\n";
     std::vector<std::string> reasons;
     for (size_t li = 0; li < lengths.size(); ++li) {
-      const bool trained = std::any_of(stats.groups.begin(), stats.groups.end(),
-                                       [&](const GroupStats& g) { return g.train_length == lengths[li]; });
+      const bool trained =
+          std::any_of(stats.groups.begin(), stats.groups.end(),
+                      [&](const GroupStats& g) { return g.train_length == lengths[li]; });
       md += trained ? fmt::format("| **{}** |", lengths[li]) : fmt::format("| {} |", lengths[li]);
       for (const auto& g : stats.groups) {
         const auto& row = g.rows[p][li];
         if (!row.unavailable.empty()) {
           md += " n/a |";
           const std::string why = g.name + ": " + row.unavailable;
-          if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+          if (std::find(reasons.begin(), reasons.end(), why) == reasons.end())
+            reasons.push_back(why);
           continue;
         }
         std::string cell = format_estimate(row.ppl);
@@ -310,10 +329,13 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     }
     md += "\n" + legend;
     if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
-    md += fmt::format("![perplexity against length, {}]({}.png)\n\n", label, ppl_plot(spec.protocols[p]));
+    md += fmt::format("![perplexity against length, {}]({}.png)\n\n", label,
+                      ppl_plot(spec.protocols[p]));
 
     md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
-    md += "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than the baseline.\n\n| L |";
+    md +=
+        "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than "
+        "the baseline.\n\n| L |";
     for (const auto& g : stats.groups)
       if (g.name != stats.baseline) md += fmt::format(" {} |", g.name);
     md += "\n|---|";
@@ -331,9 +353,12 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
       }
       md += "\n";
     }
-    md += "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never called significant).\n\n";
+    md +=
+        "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never "
+        "called significant).\n\n";
 
-    md += fmt::format("### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
+    md += fmt::format(
+        "### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
     md += "| L |";
     for (const auto& g : stats.groups) md += fmt::format(" {} |", g.name);
     md += "\n|---|";
@@ -349,17 +374,22 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     }
     md += "\n";
     md += fmt::format("### {}: loss by position at L = {}\n\n", label, lengths.back());
-    md += fmt::format("![loss by position, {}]({}.png)\n\n", label, position_plot(spec.protocols[p]));
+    md +=
+        fmt::format("![loss by position, {}]({}.png)\n\n", label, position_plot(spec.protocols[p]));
   }
 
-  md += "## Training\n\n| cell | steps | train time | eval time | last valid ppl |\n|---|---|---|---|---|\n";
+  md +=
+      "## Training\n\n| cell | steps | train time | eval time | last valid ppl "
+      "|\n|---|---|---|---|---|\n";
   StudyPaths paths{info.out_dir};
   for (const auto& c : cells) {
     md += fmt::format("| {} | {} | {} | {} | {:.3f} |\n", c.name, c.steps,
                       format_duration(c.train_seconds), format_duration(c.eval_seconds),
                       last_valid_ppl(paths, c.name));
   }
-  md += "\nTimes are wall clock on the machine above; a cell resumed after an interruption counts only the training that finished in a txl process that exited cleanly.\n\n";
+  md +=
+      "\nTimes are wall clock on the machine above; a cell resumed after an interruption counts "
+      "only the training that finished in a txl process that exited cleanly.\n\n";
   md += fmt::format("![validation perplexity during training]({}.png)\n\n", kValidationPlot);
   md += fmt::format("![training loss]({}.png)\n\n", kLossPlot);
   md += "## Statistics\n\n" + std::string(kStatisticsMethod) + "\n";

@@ -151,7 +151,8 @@ StudyStats compute_study_stats(const StudySpec& spec, const std::vector<CellResu
   for (const auto& c : cells) by_group[c.group][c.seed] = &c;
   for (const auto& cell : spec.cells) {
     const auto it = by_group.find(cell.group);
-    if (it == by_group.end() || !it->second.count(cell.seed)) out.missing_cells.push_back(cell.name);
+    if (it == by_group.end() || !it->second.count(cell.seed))
+      out.missing_cells.push_back(cell.name);
   }
   const SeedCells& base = by_group[out.baseline];
   const auto& lengths = spec.eval.lengths;

@@ -282,5 +282,32 @@ TEST(PlotScript, EverySeriesOfAStudyIsDrawnDistinctly) {
   EXPECT_GE(first_colours.size(), 12u);  // twelve colours before any repeats
 }
 
+// A study's plots: seed intervals as bands under the lines; per-position and training
+// curves on a linear x axis.
+TEST(PlotScript, BandsAndLinearAxes) {
+  PlotSpec spec;
+  spec.bands = true;
+  spec.series.push_back({"relative", {32, 64}, {5.0, 5.5}, {4.9, 5.3}, {5.1, 5.7}});
+  spec.series.push_back({"absolute", {32, 64}, {6.0, 7.5}});
+  const std::string banded = gnuplot_script(spec, "d.dat", "p.png", "");
+  EXPECT_NE(banded.find("index 0 using 1:3:4 with filledcurves"), std::string::npos) << banded;
+  EXPECT_EQ(banded.find("index 1 using 1:3:4"), std::string::npos) << "no interval, no band";
+  EXPECT_LT(banded.find("filledcurves"), banded.find("index 0 using 1:2 with linespoints"));
+  EXPECT_EQ(banded.find("yerrorlines"), std::string::npos);
+  EXPECT_NE(banded.find("set logscale x 2"), std::string::npos);
+
+  spec.bands = false;
+  spec.log_x = false;
+  spec.x_max = 512;
+  spec.points = false;
+  spec.series.pop_back();
+  spec.series[0].lo.clear();
+  spec.series[0].hi.clear();
+  const std::string linear = gnuplot_script(spec, "d.dat", "p.png", "");
+  EXPECT_EQ(linear.find("logscale x"), std::string::npos) << linear;
+  EXPECT_NE(linear.find("set xrange [0:512]"), std::string::npos) << linear;
+  EXPECT_NE(linear.find("using 1:2 with lines "), std::string::npos) << linear;
+}
+
 }  // namespace
 }  // namespace txl

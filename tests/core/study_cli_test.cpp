@@ -24,9 +24,10 @@ StudyFixture make_study(const std::string& name, int steps = 20) {
   base["train"]["max_steps"] = steps;
   base["train"]["eval_interval"] = 5;
   base["train"]["log_interval"] = 5;
-  const json study = {{"base", base},
-                      {"grid", {{"model.pos_encoding", {"relative", "alibi"}}, {"train.seed", {1, 2}}}},
-                      {"eval", {{"methods", {"nonoverlap", "memory"}}, {"lengths", {4, 8, 16}}}}};
+  const json study = {
+      {"base", base},
+      {"grid", {{"model.pos_encoding", {"relative", "alibi"}}, {"train.seed", {1, 2}}}},
+      {"eval", {{"methods", {"nonoverlap", "memory"}}, {"lengths", {4, 8, 16}}}}};
   f.config = write_config(f.root + "/study.json", study);
   return f;
 }

@@ -1,8 +1,11 @@
 // Study configs: cells and names from the grid, protocols from the eval block, manifests and
 // what a re-run may change, and a table of bad configs, each refused naming the key.
+#include "txl/study/study_config.h"
+
 #include <gtest/gtest.h>
 
-#include "txl/study/study_config.h"
+#include <filesystem>
+
 #include "txl/util/error.h"
 
 namespace txl {
@@ -22,9 +25,10 @@ json study(json grid, json eval = json::object()) {
 }
 
 TEST(StudyConfig, CellsNamedFromTheGridEncodingFirstSeedLast) {
-  const StudySpec s = study_from_json(
-      study({{"train.seed", {1, 2}}, {"train.tgt_len", {8, 12}}, {"model.pos_encoding", {"rope", "absolute"}}}),
-      "s.json");
+  const StudySpec s = study_from_json(study({{"train.seed", {1, 2}},
+                                             {"train.tgt_len", {8, 12}},
+                                             {"model.pos_encoding", {"rope", "absolute"}}}),
+                                      "s.json");
   std::vector<std::string> names;
   for (const auto& c : s.cells) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{
@@ -43,10 +47,11 @@ TEST(StudyConfig, CellsNamedFromTheGridEncodingFirstSeedLast) {
 }
 
 TEST(StudyConfig, ProtocolsAreMethodsTimesAidsAndMemoryLengths) {
-  const StudySpec s = study_from_json(
-      study({{"model.pos_encoding", {"rope"}}, {"train.seed", {1}}},
-            {{"methods", {"nonoverlap", "memory"}}, {"mem_lens", {0, 16}}, {"aids", {"none", "ntk:4"}}}),
-      "s.json");
+  const StudySpec s = study_from_json(study({{"model.pos_encoding", {"rope"}}, {"train.seed", {1}}},
+                                            {{"methods", {"nonoverlap", "memory"}},
+                                             {"mem_lens", {0, 16}},
+                                             {"aids", {"none", "ntk:4"}}}),
+                                      "s.json");
   std::vector<std::string> labels;
   for (const auto& p : s.protocols) labels.push_back(p.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"nonoverlap", "memory mem0", "memory mem16",
@@ -62,7 +67,8 @@ TEST(StudyConfig, ARerunMayAddGridValuesOnly) {
   const json saved = study_manifest(study_from_json(study(grid), "s.json"));
   json more = grid;
   more["train.seed"].push_back(3);
-  EXPECT_TRUE(study_differences(saved, study_manifest(study_from_json(study(more), "s.json"))).empty());
+  EXPECT_TRUE(
+      study_differences(saved, study_manifest(study_from_json(study(more), "s.json"))).empty());
   json fewer = grid;
   fewer["model.pos_encoding"] = {"relative"};
   const auto d1 = study_differences(saved, study_manifest(study_from_json(study(fewer), "s.json")));
@@ -101,7 +107,8 @@ TEST(StudyConfig, BadConfigsNameTheKey) {
       {study({{"model.pos_encoding", {"relative"}}}), "needs \"train.seed\""},
       {study({{"train.seed", {1}}}), "needs \"model.pos_encoding\""},
       {study({{"model.pos_encoding", json::array()}, {"train.seed", {1}}}), "is an empty list"},
-      {study({{"model.pos_encoding", {"rope", "rope"}}, {"train.seed", {1}}}), "lists \"rope\" twice"},
+      {study({{"model.pos_encoding", {"rope", "rope"}}, {"train.seed", {1}}}),
+       "lists \"rope\" twice"},
       {study({{"model.pos_encoding", "rope"}, {"train.seed", {1}}}), "must be a list"},
       {study({{"model.pos_encoding", {"relative"}}, {"train.seed", {1.5}}}), "must be an integer"},
       {study({{"model.pos_encoding", {"relative"}}, {"train.seed", {1}}, {"model.n_layers", {2}}}),
@@ -130,6 +137,25 @@ TEST(StudyConfig, BadConfigsNameTheKey) {
       EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
     }
   }
+}
+
+// The study configs that ship (their base paths are relative to the repository root, where
+// the README runs them).
+TEST(StudyConfig, ShippedStudiesParse) {
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(TXL_SOURCE_DIR);
+  size_t seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("configs/studies")) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    EXPECT_NO_THROW({
+      const StudySpec s = read_study(entry.path().string());
+      EXPECT_GE(s.cells.size(), 6u) << entry.path();
+      EXPECT_GE(s.groups.size(), 2u) << entry.path();
+    }) << entry.path();
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_GE(seen, 2u);
 }
 
 }  // namespace

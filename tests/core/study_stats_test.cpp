@@ -1,12 +1,13 @@
 // The study's statistics against values computed by hand: Student t quantiles, a t interval
 // over a small table of per-seed NLLs, and the grouping, pairing and fallbacks of
 // compute_study_stats on made-up cells.
+#include "txl/study/study_stats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "txl/study/statistics.h"
-#include "txl/study/study_stats.h"
 
 namespace txl {
 namespace {

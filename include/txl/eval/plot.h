@@ -28,6 +28,7 @@ struct PlotSpec {
   std::vector<int64_t> marks;  // vertical lines (training lengths)
   std::string mark_label;      // e.g. "trained at {}", {} replaced by the length
   bool log_x = true;           // base-2 x axis with ticks at the data's x (false: linear)
+  int64_t x_max = 0;           // linear x: the axis runs from 0 to this (0: gnuplot's choice)
   bool bands = false;          // intervals as shaded bands instead of error bars
   bool points = true;          // a point shape at each value
   std::string key_title = "bars: 95% interval";

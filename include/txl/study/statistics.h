@@ -24,8 +24,8 @@ double student_t_quantile(double p, double df);
 struct SeedInterval {
   int64_t n = 0;
   double mean = 0.0;
-  double sd = 0.0;      // sample standard deviation (n - 1 in the denominator)
-  bool valid = false;   // n >= 2
+  double sd = 0.0;     // sample standard deviation (n - 1 in the denominator)
+  bool valid = false;  // n >= 2
   double lo = 0.0;
   double hi = 0.0;
   bool excludes_zero() const { return valid && (lo > 0.0 || hi < 0.0); }

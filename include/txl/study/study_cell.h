@@ -29,7 +29,9 @@ struct StudyPaths {
   std::string plots() const { return dir + "/plots"; }
   std::string run_dir(const std::string& cell) const { return dir + "/runs/" + cell; }
   std::string cell_file(const std::string& cell) const { return dir + "/cells/" + cell + ".json"; }
-  std::string cell_time(const std::string& cell) const { return dir + "/cells/" + cell + ".time.json"; }
+  std::string cell_time(const std::string& cell) const {
+    return dir + "/cells/" + cell + ".time.json";
+  }
   std::string log(const std::string& cell) const { return dir + "/logs/" + cell + ".log"; }
 };
 

@@ -41,8 +41,8 @@ struct StudyProtocol {
 struct StudyEval {
   std::string split = "valid";
   std::vector<std::string> methods = {"nonoverlap"};
-  std::vector<int64_t> lengths;   // empty in the file: the base config's eval.lengths
-  int64_t stride = 0;             // sliding: 0 = L/2
+  std::vector<int64_t> lengths;          // empty in the file: the base config's eval.lengths
+  int64_t stride = 0;                    // sliding: 0 = L/2
   std::vector<int64_t> mem_lens = {-1};  // memory: one protocol each (-1 = the evaluated length)
   std::vector<std::string> aids = {"none"};  // "none", "yarn", "ntk:4" (aid[:factor])
   int64_t max_tokens = 0;                    // 0 = the whole split
@@ -58,15 +58,15 @@ struct StudyCell {
 };
 
 struct StudySpec {
-  std::string source;           // the study config's path, for messages
-  std::string base_path;        // the base config's file ("" when given inline)
-  nlohmann::json base;          // the base config as given (before the grid)
-  std::vector<GridAxis> grid;   // model.pos_encoding first, train.seed last, others by key
+  std::string source;          // the study config's path, for messages
+  std::string base_path;       // the base config's file ("" when given inline)
+  nlohmann::json base;         // the base config as given (before the grid)
+  std::vector<GridAxis> grid;  // model.pos_encoding first, train.seed last, others by key
   StudyEval eval;
-  std::string baseline;         // group name; "" = the first group
-  std::vector<StudyCell> cells;            // every combination, pos_encoding outermost
-  std::vector<std::string> groups;         // in cell order, each once
-  std::vector<StudyProtocol> protocols;    // methods x aids (x mem_lens for memory)
+  std::string baseline;                  // group name; "" = the first group
+  std::vector<StudyCell> cells;          // every combination, pos_encoding outermost
+  std::vector<std::string> groups;       // in cell order, each once
+  std::vector<StudyProtocol> protocols;  // methods x aids (x mem_lens for memory)
 };
 
 // Parses and checks a study config; `threads` (when > 0) becomes every cell's train.threads.

@@ -62,7 +62,7 @@ struct GroupStats {
   std::string name;
   std::string encoding;
   int64_t train_length = 0;
-  std::vector<int64_t> seeds;                 // seeds with a finished cell
+  std::vector<int64_t> seeds;                  // seeds with a finished cell
   std::vector<std::vector<LengthStats>> rows;  // [protocol][length]
 };
 
