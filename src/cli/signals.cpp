@@ -10,6 +10,7 @@ namespace txl {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_second_exits{true};
 
 void on_signal(int sig) {
   if (g_stop_signal.exchange(sig) == 0) {
@@ -18,7 +19,7 @@ void on_signal(int sig) {
         "\ntxl: stopping after the current step and saving a checkpoint "
         "(signal again to quit at once)\n";
     [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNotice, sizeof kNotice - 1);
-  } else {
+  } else if (g_second_exits.load()) {
     // Second signal: leave at once. A half-written temporary is removed by the next resume.
     std::_Exit(128 + sig);
   }
@@ -28,8 +29,9 @@ void on_signal(int sig) {
 
 const std::atomic<int>& stop_signal() { return g_stop_signal; }
 
-SignalScope::SignalScope() {
+SignalScope::SignalScope(bool second_exits) {
   g_stop_signal.store(0);
+  g_second_exits.store(second_exits);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 }

@@ -5,10 +5,14 @@
 // Signals as in train: the first SIGINT/SIGTERM stops after the current step with a
 // checkpoint (--jobs: passed on to every running cell) and exits 128 + signal; running the
 // same command again continues the study.
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <climits>
+#include <csignal>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
@@ -28,6 +32,19 @@ std::string self_executable(const char* fallback) {
   return buf;
 }
 
+// A --jobs child of a study (kStudyParentEnv names the study's pid) treats a repeated
+// signal as the same stop request and stops cleanly when the study dies (a closed terminal,
+// kill -9) instead of training on unseen.
+bool is_study_child() {
+  const char* parent = std::getenv(kStudyParentEnv);
+  return parent && std::to_string(::getppid()) == parent;
+}
+
+void stop_with_the_study() {
+  ::prctl(PR_SET_PDEATHSIG, SIGINT);
+  if (!is_study_child()) std::raise(SIGINT);  // it died before prctl took effect
+}
+
 }  // namespace
 
 void setup_study(CLI::App& app, int& exit_code) {
@@ -44,8 +61,9 @@ void setup_study(CLI::App& app, int& exit_code) {
                                "Cells trained at once, as child processes sharing the cores");
   cmd->add_option("--threads", o->threads,
                   "Threads per cell, 0 to 1024 (0 = all cores, divided among --jobs)");
-  cmd->add_option("--baseline", o->baseline,
-                  "Group the others are compared with (default: the config's, or the first)");
+  cmd->add_option(
+      "--baseline", o->baseline,
+      "Encoding the others are compared with (default: the config's, or the grid's first)");
   auto* cell = cmd->add_option("--cell", o->cells,
                                "Run only this cell (repeatable; for schedulers: see --list)");
   auto* list = cmd->add_flag(
@@ -60,7 +78,9 @@ void setup_study(CLI::App& app, int& exit_code) {
     check_threads(o->threads, "--threads");
     o->executable = self_executable("txl");
     o->stop = &stop_signal();
-    SignalScope signals;
+    const bool child = !o->cells.empty() && is_study_child();
+    SignalScope signals(/*second_exits=*/!child);
+    if (child) stop_with_the_study();
     exit_code = run_study(*o);
   });
 }

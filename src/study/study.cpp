@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,6 +48,15 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// True for an empty folder and for one that holds only the temporaries of a manifest being
+// written (several --cell tasks of a scheduler can start on a new study at once).
+bool only_manifest_temporaries(const std::string& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("study.json.tmp", 0) != 0) return false;
+  }
+  return true;
+}
+
 // Refuses a folder that is neither empty nor a study, and a study whose recorded manifest
 // this config cannot continue; writes the manifest when it is new or gained grid values.
 void check_and_record_manifest(const StudySpec& spec, const StudyPaths& paths, bool write) {
@@ -61,7 +71,7 @@ void check_and_record_manifest(const StudySpec& spec, const StudyPaths& paths, b
                        "another --out for a different study");
     }
     if (saved == now || !write) return;
-  } else if (is_directory(paths.dir) && !fs::is_empty(paths.dir)) {
+  } else if (is_directory(paths.dir) && !only_manifest_temporaries(paths.dir)) {
     throw InputError("--out " + paths.dir + " is a folder that holds no study (" +
                      paths.manifest() +
                      " is missing) and is not empty; give an empty or new folder");
@@ -175,8 +185,17 @@ pid_t spawn_cell(const std::string& exe, const std::vector<std::string>& args,
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string(*e).rfind(std::string(kStudyParentEnv) + "=", 0) != 0)
+      env_strings.push_back(*e);
+  }
+  env_strings.push_back(std::string(kStudyParentEnv) + "=" + std::to_string(::getpid()));
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + exe + " for a study cell");
@@ -192,17 +211,30 @@ int run_children(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
   fs::create_directories(paths.dir + "/logs");
   StudyProgress progress(cells.size(), o.jobs);
   std::map<pid_t, std::pair<const StudyCell*, Clock::time_point>> running;
+  // Leaving by an exception stops the running cells (cleanly) and waits for them, so none
+  // trains on holding its run's lock where the next study would find it.
+  struct StopChildrenOnThrow {
+    std::map<pid_t, std::pair<const StudyCell*, Clock::time_point>>& running;
+    int uncaught = std::uncaught_exceptions();
+    ~StopChildrenOnThrow() {
+      if (std::uncaught_exceptions() == uncaught) return;
+      for (const auto& entry : running) ::kill(entry.first, SIGINT);
+      for (const auto& entry : running) ::waitpid(entry.first, nullptr, 0);
+    }
+  } guard{running};
   size_t next = 0;
   int failure = 0, signal = 0;
+  bool forwarded = false;  // the study's own stop passed on to the running cells
   constexpr double kProgressSeconds = 15.0;
   auto last_report = Clock::now();
   std::vector<std::string> failed;
   while (next < cells.size() || !running.empty()) {
-    const bool stopping = o.stop && o.stop->load() != 0;
-    if (stopping && signal == 0) {
-      signal = o.stop->load();
+    if (o.stop && o.stop->load() != 0 && !forwarded) {
+      forwarded = true;
+      if (signal == 0) signal = o.stop->load();
       for (const auto& [pid, cell] : running) ::kill(pid, SIGINT);
     }
+    const bool stopping = signal != 0;
     while (!stopping && failure == 0 && next < cells.size() &&
            static_cast<int64_t>(running.size()) < o.jobs) {
       const StudyCell* cell = cells[next++];
@@ -303,9 +335,12 @@ int run_study(const StudyOptions& o) {
   const StudySpec spec = read_study(o.config_path, o.threads);
   const StudyPaths paths{o.out_dir.empty() ? default_study_dir(o.config_path) : o.out_dir};
   if (!o.baseline.empty() &&
-      std::find(spec.groups.begin(), spec.groups.end(), o.baseline) == spec.groups.end()) {
-    throw InputError("--baseline " + o.baseline +
-                     " is not a group of this study; groups: " + join(spec.groups));
+      std::none_of(spec.cells.begin(), spec.cells.end(),
+                   [&](const StudyCell& c) { return c.encoding == o.baseline; })) {
+    std::vector<std::string> encodings;
+    for (const auto& v : spec.grid.front().values) encodings.push_back(v.dump());
+    throw InputError("--baseline " + o.baseline + " is not an encoding of the study's grid (" +
+                     join(encodings) + ")");
   }
   std::vector<const StudyCell*> cells;
   for (const auto& name : o.cells) {
@@ -322,7 +357,8 @@ int run_study(const StudyOptions& o) {
     for (const auto& c : spec.cells) cells.push_back(&c);
 
   if (o.list) {
-    check_and_record_manifest(spec, paths, /*write=*/false);
+    // Recorded, so that the cells a scheduler starts at once all find the same study.
+    check_and_record_manifest(spec, paths, /*write=*/true);
     const std::string cwd = fs::current_path().string();
     for (const auto& cell : spec.cells) {
       fmt::print("cd {} && {} study --config {} --out {} --cell {}  # {}\n", shell_quote(cwd),

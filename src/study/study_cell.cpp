@@ -57,7 +57,7 @@ bool cell_file_current(const json& j, const StudySpec& spec, const StudyCell& ce
          config_changes(j["config"], cell.config).empty() &&
          j.value("split", "") == spec.eval.split &&
          j.value("checkpoint", "") == spec.eval.checkpoint &&
-         j.value("lengths", json()) == json(spec.eval.lengths) &&
+         j.value("eval", json()) == study_manifest(spec)["eval"] &&
          j.value("protocol_labels", json()) == json(protocol_labels(spec));
 }
 
@@ -187,7 +187,14 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
         results.push_back({{"length", length}, {"skipped", reason}});
         continue;
       }
-      check_eval_request(run.model, request);
+      try {
+        check_eval_request(run.model, request);
+      } catch (const InputError& e) {
+        // A setting this cell cannot take at this length (an aid's factor past a learned
+        // table): n/a with the reason, like the other cells' n/a, instead of failing the study.
+        results.push_back({{"length", length}, {"skipped", e.what()}});
+        continue;
+      }
       bool cached = false;
       const EvalResult r = evaluator.evaluate(request, &cached);
       fmt::print(stderr, "[study] {} {} L={}: ppl {:.3f} over {} tokens{}\n", cell.name,
@@ -208,6 +215,7 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
       {"checkpoint", spec.eval.checkpoint},
       {"checkpoint_step", run.state.step},
       {"lengths", spec.eval.lengths},
+      {"eval", study_manifest(spec)["eval"]},
       {"protocol_labels", protocol_labels(spec)},
       {"protocols", protocols},
       {"timing",

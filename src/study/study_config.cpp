@@ -73,11 +73,7 @@ std::string name_part(const json& v) {
   return s;
 }
 
-StudyEval parse_eval(const json& j, const std::string& where, const Config& base) {
-  StudyEval e;
-  e.lengths = base.eval.lengths;
-  e.split = base.eval.split;
-  if (j.is_null()) return e;
+void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   check_keys(j, kEvalKeys, where);
   if (j.contains("split")) {
     e.split = read_string(j["split"], where + ".split");
@@ -104,7 +100,6 @@ StudyEval parse_eval(const json& j, const std::string& where, const Config& base
         throw InputError(where + ".lengths: " + v.dump() + " is not a positive length");
       e.lengths.push_back(length);
     }
-    std::sort(e.lengths.begin(), e.lengths.end());
   }
   if (j.contains("stride")) {
     e.stride = read_int(j["stride"], where + ".stride");
@@ -137,6 +132,20 @@ StudyEval parse_eval(const json& j, const std::string& where, const Config& base
     if (e.checkpoint != "last" && e.checkpoint != "best")
       throw InputError(where + ".checkpoint \"" + e.checkpoint +
                        "\" is not valid; expected last or best");
+  }
+}
+
+StudyEval parse_eval(const json& j, const std::string& where, const Config& base) {
+  StudyEval e;
+  e.lengths = base.eval.lengths;
+  e.split = base.eval.split;
+  if (!j.is_null()) read_eval_keys(j, where, e);
+  std::sort(e.lengths.begin(), e.lengths.end());
+  e.lengths.erase(std::unique(e.lengths.begin(), e.lengths.end()), e.lengths.end());
+  if (e.stride > e.lengths.front()) {
+    throw InputError(where + ".stride (" + std::to_string(e.stride) +
+                     ") is longer than the shortest length " + std::to_string(e.lengths.front()) +
+                     "; a sliding window advances by 1 to L tokens (0 = L/2)");
   }
   return e;
 }
@@ -179,7 +188,7 @@ std::vector<StudyProtocol> make_protocols(const StudyEval& e, const std::string&
         p.settings.aid = aid;
         p.settings.aid_factor = factor;
         p.label = method_name;
-        if (method == EvalMethod::kMemory && e.mem_lens.size() > 1)
+        if (method == EvalMethod::kMemory && (mem >= 0 || e.mem_lens.size() > 1))
           p.label += mem < 0 ? " mem=L" : " mem" + std::to_string(mem);
         if (aid != ExtrapolationAid::kNone) p.label += "+" + aid_spec;
         out.push_back(p);
@@ -263,7 +272,7 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
   do {
     StudyCell cell;
     json cj = spec.base;
-    std::vector<std::string> parts, group_parts;
+    std::vector<std::string> parts, group_parts, variant_parts;
     for (size_t a = 0; a < spec.grid.size(); ++a) {
       const auto& axis = spec.grid[a];
       const json& v = axis.values[index[a]];
@@ -277,11 +286,15 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
       if (axis.key == kSeedKey) {
         cell.seed = v.get<int64_t>();
         parts.push_back("seed" + name_part(v));
+      } else if (axis.key == kEncodingKey) {
+        cell.encoding = assignment_value(v);
+        parts.push_back(name_part(v));
+        group_parts.push_back(name_part(v));
       } else {
-        const std::string part =
-            axis.key == kEncodingKey ? name_part(v) : field_of(axis.key) + name_part(v);
+        const std::string part = field_of(axis.key) + name_part(v);
         parts.push_back(part);
         group_parts.push_back(part);
+        variant_parts.push_back(part);
       }
     }
     // An encoding without memory cannot train with the base's memory: unless the grid sets
@@ -301,6 +314,7 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
     }
     cell.name = join(parts, "-");
     cell.group = join(group_parts, "-");
+    cell.variant = join(variant_parts, "-");
     if (!names.insert(cell.name).second) {
       throw InputError(source + ": two cells would both be named " + cell.name +
                        " (grid values that differ only in characters a name cannot hold)");
@@ -314,10 +328,11 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
       spec.groups.push_back(cell.group);
     spec.cells.push_back(std::move(cell));
   } while (next_combination(index, spec.grid));
-  if (!spec.baseline.empty() &&
-      std::find(spec.groups.begin(), spec.groups.end(), spec.baseline) == spec.groups.end()) {
+  if (spec.baseline.empty()) spec.baseline = spec.cells.front().encoding;
+  if (std::none_of(spec.cells.begin(), spec.cells.end(),
+                   [&](const StudyCell& c) { return c.encoding == spec.baseline; })) {
     throw InputError(source + ": baseline \"" + spec.baseline +
-                     "\" is not a group of this study; groups: " + join(spec.groups));
+                     "\" is not an encoding of the grid's model.pos_encoding");
   }
   return spec;
 }
@@ -372,6 +387,14 @@ std::vector<std::string> study_differences(const json& saved, const json& now) {
     }
   }
   return out;
+}
+
+std::string baseline_group(const StudySpec& spec, const std::string& group,
+                           const std::string& baseline) {
+  for (const auto& cell : spec.cells) {
+    if (cell.group == group) return cell.variant.empty() ? baseline : baseline + "-" + cell.variant;
+  }
+  return baseline;
 }
 
 const StudyCell* find_cell(const StudySpec& spec, const std::string& name) {

@@ -92,7 +92,10 @@ PlotSpec ppl_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p)
   s.ylabel = "perplexity";
   s.mark_label = "trained at {}";
   s.bands = true;
-  s.key_title = "bands: 95% interval over seeds";
+  const bool one_seed = std::any_of(stats.groups.begin(), stats.groups.end(),
+                                    [](const GroupStats& g) { return g.seeds.size() < 2; });
+  s.key_title =
+      one_seed ? "bands: 95% interval (seeds; 1 seed: windows)" : "bands: 95% interval over seeds";
   for (const auto& g : stats.groups) {
     PlotSeries series;
     series.label =
@@ -250,7 +253,14 @@ json study_results_json(const StudySpec& spec, const std::vector<CellResults>& c
 
 std::string study_report_markdown(const StudySpec& spec, const std::vector<CellResults>& cells,
                                   const StudyStats& stats, const StudyReportInfo& info,
+                                  const std::vector<std::string>& drawn,
                                   const std::vector<std::string>& plot_notes) {
+  // An image link only for a plot that was drawn (a stale or missing file would mislead).
+  const auto image = [&](const std::string& alt, const std::string& plot) {
+    if (std::find(drawn.begin(), drawn.end(), plot) == drawn.end())
+      return fmt::format("({}: not drawn, see below)\n\n", alt);
+    return fmt::format("![{}]({}.png)\n\n", alt, plot);
+  };
   std::string md;
   const auto& lengths = spec.eval.lengths;
   md += fmt::format("# txl study: {} ({} split)\n\n", corpus_name(spec), spec.eval.split);
@@ -301,7 +311,7 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     md += fmt::format("## Perplexity: {}\n\n", label);
     md += "| L |";
     for (const auto& g : stats.groups)
-      md += fmt::format(" {}{} |", g.name, g.name == stats.baseline ? " (baseline)" : "");
+      md += fmt::format(" {}{} |", g.name, g.encoding == stats.baseline ? " (baseline)" : "");
     md += "\n|---|";
     for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
     md += "\n";
@@ -329,23 +339,22 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     }
     md += "\n" + legend;
     if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
-    md += fmt::format("![perplexity against length, {}]({}.png)\n\n", label,
-                      ppl_plot(spec.protocols[p]));
+    md += image("perplexity against length, " + label, ppl_plot(spec.protocols[p]));
 
     md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
     md +=
         "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than "
         "the baseline.\n\n| L |";
     for (const auto& g : stats.groups)
-      if (g.name != stats.baseline) md += fmt::format(" {} |", g.name);
+      if (g.encoding != stats.baseline) md += fmt::format(" {} |", g.name);
     md += "\n|---|";
     for (const auto& g : stats.groups)
-      if (g.name != stats.baseline) md += "---|";
+      if (g.encoding != stats.baseline) md += "---|";
     md += "\n";
     for (size_t li = 0; li < lengths.size(); ++li) {
       md += fmt::format("| {} |", lengths[li]);
       for (const auto& g : stats.groups) {
-        if (g.name == stats.baseline) continue;
+        if (g.encoding == stats.baseline) continue;
         const auto& row = g.rows[p][li];
         md += row.has_vs_baseline
                   ? " " + ratio_cell(row.ppl_ratio) + (row.significant ? " *" : "") + " |"
@@ -355,7 +364,9 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     }
     md +=
         "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never "
-        "called significant).\n\n";
+        "called significant). Each group is compared with the baseline encoding at the same "
+        "values of the other grid keys. n/a: the group or its baseline has no value at that "
+        "length, or they share no seed.\n\n";
 
     md += fmt::format(
         "### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
@@ -374,8 +385,7 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     }
     md += "\n";
     md += fmt::format("### {}: loss by position at L = {}\n\n", label, lengths.back());
-    md +=
-        fmt::format("![loss by position, {}]({}.png)\n\n", label, position_plot(spec.protocols[p]));
+    md += image("loss by position, " + label, position_plot(spec.protocols[p]));
   }
 
   md +=
@@ -390,8 +400,8 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
   md +=
       "\nTimes are wall clock on the machine above; a cell resumed after an interruption counts "
       "only the training that finished in a txl process that exited cleanly.\n\n";
-  md += fmt::format("![validation perplexity during training]({}.png)\n\n", kValidationPlot);
-  md += fmt::format("![training loss]({}.png)\n\n", kLossPlot);
+  md += image("validation perplexity during training", kValidationPlot);
+  md += image("training loss", kLossPlot);
   md += "## Statistics\n\n" + std::string(kStatisticsMethod) + "\n";
   if (!plot_notes.empty()) md += "\n## Plots not drawn\n\n" + join(plot_notes, "\n") + "\n";
   return md;
@@ -412,18 +422,23 @@ std::vector<std::string> write_study_report(const StudySpec& spec, const StudyPa
   plots.emplace_back(kValidationPlot, training_plot_spec(spec, paths, cells, true));
   plots.emplace_back(kLossPlot, training_plot_spec(spec, paths, cells, false));
   fs::create_directories(paths.plots());
-  std::vector<std::string> notes;
+  std::vector<std::string> notes, drawn;
   for (const auto& [name, plot] : plots) {
-    if (plot.series.empty()) continue;
+    if (plot.series.empty()) {
+      notes.push_back(
+          fmt::format("- {}.png: no data to draw (every group n/a, or no metrics)", name));
+      continue;
+    }
     const std::string png = paths.dir + "/" + name + ".png", svg = paths.dir + "/" + name + ".svg";
     try {
       write_plot(plot, png, svg);
       written.push_back(png);
+      drawn.push_back(name);
     } catch (const std::exception& e) {
       notes.push_back(fmt::format("- {}.png: {}", name, e.what()));
     }
   }
-  write_file_atomic(paths.report(), study_report_markdown(spec, cells, stats, info, notes));
+  write_file_atomic(paths.report(), study_report_markdown(spec, cells, stats, info, drawn, notes));
   written.push_back(paths.report());
   return written;
 }

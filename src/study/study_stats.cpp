@@ -146,7 +146,7 @@ void add_vs_train(LengthStats& s, const SeedCells& group, size_t p, size_t li, s
 StudyStats compute_study_stats(const StudySpec& spec, const std::vector<CellResults>& cells,
                                const std::string& baseline) {
   StudyStats out;
-  out.baseline = baseline.empty() ? spec.groups.front() : baseline;
+  out.baseline = baseline.empty() ? spec.baseline : baseline;
   std::map<std::string, SeedCells> by_group;
   for (const auto& c : cells) by_group[c.group][c.seed] = &c;
   for (const auto& cell : spec.cells) {
@@ -154,7 +154,6 @@ StudyStats compute_study_stats(const StudySpec& spec, const std::vector<CellResu
     if (it == by_group.end() || !it->second.count(cell.seed))
       out.missing_cells.push_back(cell.name);
   }
-  const SeedCells& base = by_group[out.baseline];
   const auto& lengths = spec.eval.lengths;
   for (const auto& name : spec.groups) {
     const SeedCells& group = by_group[name];
@@ -167,7 +166,9 @@ StudyStats compute_study_stats(const StudySpec& spec, const std::vector<CellResu
         if (group.count(cell.seed)) g.seeds.push_back(cell.seed);
       }
     }
-    g.encoding = to_string(first->config.model.pos_encoding);
+    g.encoding = first->encoding;
+    g.baseline_group = baseline_group(spec, name, out.baseline);
+    const SeedCells& base = by_group[g.baseline_group];
     g.train_length = first->config.train.tgt_len;
     const auto t_it = std::find(lengths.begin(), lengths.end(), g.train_length);
     for (size_t p = 0; p < spec.protocols.size(); ++p) {
@@ -175,7 +176,7 @@ StudyStats compute_study_stats(const StudySpec& spec, const std::vector<CellResu
       for (size_t li = 0; li < lengths.size(); ++li) {
         LengthStats s = length_stats(group, p, li, lengths[li]);
         if (s.unavailable.empty()) {
-          if (name != out.baseline) add_vs_baseline(s, group, base, p, li);
+          if (g.encoding != out.baseline) add_vs_baseline(s, group, base, p, li);
           if (t_it != lengths.end())
             add_vs_train(s, group, p, li, static_cast<size_t>(t_it - lengths.begin()));
         }

@@ -121,7 +121,8 @@ TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
   const std::string c = f.root + "/cells";
   const auto list = study(f, c, {"--list"});
   ASSERT_EQ(list.exit_code, 0) << list.output;
-  EXPECT_FALSE(cli_fs::exists(c)) << "--list writes nothing";
+  EXPECT_TRUE(cli_fs::is_regular_file(c + "/study.json")) << "--list records the study";
+  EXPECT_FALSE(cli_fs::exists(c + "/runs")) << "--list runs nothing";
   int commands = 0;
   for (const char* cell : {"relative-seed1", "relative-seed2", "alibi-seed1", "alibi-seed2"}) {
     EXPECT_NE(list.output.find(std::string("--cell ") + cell + "  # queued"), std::string::npos)
@@ -142,6 +143,36 @@ TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
   ASSERT_EQ(jobs.exit_code, 0) << jobs.output;
   EXPECT_TRUE(cli_fs::is_regular_file(d + "/logs/alibi-seed2.log"));
   EXPECT_EQ(numbers(d), expected);
+}
+
+// Ctrl-C reaches a --jobs study: it passes one SIGINT to each running cell, every cell stops
+// after its current step with a checkpoint, and the same command continues to the numbers of
+// an uninterrupted study.
+TEST(StudyCli, SigintStopsJobsCleanlyAndTheStudyContinues) {
+  const auto f = make_study("study_jobs_sigint", 400);
+  ASSERT_EQ(study(f, f.root + "/whole").exit_code, 0);
+  const std::string out = f.root + "/out";
+  const std::string log = f.root + "/study.log";
+  const pid_t pid = spawn_txl(
+      {"study", "--config", f.config, "--out", out, "--jobs", "2", "--threads", "1"}, log);
+  // Wait until both first cells are training, then interrupt the study only.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (count_lines_with(out + "/logs/relative-seed1.log", "step ") < 2 ||
+          count_lines_with(out + "/logs/relative-seed2.log", "step ") < 2)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(wait_txl(pid), 130) << read_text(log);
+  for (const char* cell : {"relative-seed1", "relative-seed2"}) {
+    const std::string cell_log = read_text(out + "/logs/" + cell + ".log");
+    EXPECT_NE(cell_log.find(std::string("[study] interrupted in ") + cell), std::string::npos)
+        << cell_log;
+  }
+  EXPECT_NE(read_text(log).find("run the same command again"), std::string::npos);
+  const auto continued = study(f, out, {"--jobs", "2", "--threads", "1"});
+  ASSERT_EQ(continued.exit_code, 0) << continued.output;
+  EXPECT_EQ(numbers(out), numbers(f.root + "/whole"));
 }
 
 TEST(StudyCli, PartialReportsAndGrowingGrids) {

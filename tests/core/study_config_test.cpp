@@ -125,7 +125,9 @@ TEST(StudyConfig, BadConfigsNameTheKey) {
       {study(ok_grid, {{"aids", {"yarnn"}}}), "yarnn"},
       {study(ok_grid, {{"split", "train"}}), "eval.split \"train\""},
       {study(ok_grid, {{"checkpoint", "first"}}), "eval.checkpoint \"first\""},
-      {bad_baseline, "baseline \"rope\" is not a group"},
+      {bad_baseline, "baseline \"rope\" is not an encoding of the grid"},
+      {study(ok_grid, {{"methods", {"sliding"}}, {"stride", 12}, {"lengths", {8, 16}}}),
+       "eval.stride (12) is longer than the shortest length 8"},
   };
   for (const auto& c : cases) {
     try {

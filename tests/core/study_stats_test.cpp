@@ -147,5 +147,39 @@ TEST(StudyStats, MissingCellsAndOtherBaselines) {
   EXPECT_EQ(s.groups[0].seeds, (std::vector<int64_t>{1}));
 }
 
+// With another grid key, each group is compared with the baseline encoding at the same value
+// of that key: only the encoding differs in a comparison.
+TEST(StudyStats, ExtraGridKeysPairWithTheBaselineAtTheSameValues) {
+  nlohmann::json base = {{"data", {{"dir", "unused"}}},
+                         {"train", {{"tgt_len", 8}, {"mem_len", 0}}}};
+  const StudySpec spec = study_from_json({{"base", base},
+                                          {"grid",
+                                           {{"model.pos_encoding", {"relative", "rope"}},
+                                            {"train.tgt_len", {8, 16}},
+                                            {"train.seed", {1, 2}}}},
+                                          {"eval", {{"lengths", {8, 16}}}}},
+                                         "test.json");
+  EXPECT_EQ(baseline_group(spec, "rope-tgt_len16", "relative"), "relative-tgt_len16");
+  std::vector<CellResults> cells;
+  for (const auto& [group, at8] :
+       std::vector<std::pair<std::string, double>>{{"relative-tgt_len8", 1.0},
+                                                   {"relative-tgt_len16", 2.0},
+                                                   {"rope-tgt_len8", 1.1},
+                                                   {"rope-tgt_len16", 2.3}}) {
+    cells.push_back(cell(group, 1, at8, at8));
+    cells.push_back(cell(group, 2, at8 + 0.02, at8));
+  }
+  const StudyStats s = compute_study_stats(spec, cells, "");
+  ASSERT_EQ(s.groups.size(), 4u);
+  EXPECT_EQ(s.groups[3].name, "rope-tgt_len16");
+  EXPECT_EQ(s.groups[3].baseline_group, "relative-tgt_len16");
+  EXPECT_NEAR(s.groups[3].rows[0][0].nll_diff.value, 0.3, 1e-12);  // 2.3 - 2.0, not 2.3 - 1.0
+  EXPECT_NEAR(s.groups[2].rows[0][0].nll_diff.value, 0.1, 1e-12);
+  EXPECT_FALSE(s.groups[1].rows[0][0].has_vs_baseline);  // a baseline group itself
+  // Training length per group: tgt_len 16's ratio is taken at L = 16.
+  EXPECT_EQ(s.groups[1].train_length, 16);
+  EXPECT_NEAR(s.groups[1].rows[0][1].train_ratio.value, 1.0, 1e-12);
+}
+
 }  // namespace
 }  // namespace txl

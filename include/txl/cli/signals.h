@@ -11,10 +11,12 @@ namespace txl {
 // 0 while no signal arrived; otherwise the signal number that asked the work to stop.
 const std::atomic<int>& stop_signal();
 
-// Installs the handlers (and clears stop_signal) for its lifetime.
+// Installs the handlers (and clears stop_signal) for its lifetime. With second_exits =
+// false a repeated signal is only another stop request: for a study's --jobs child, which
+// can get the same stop twice (its study passes SIGINT on, a scheduler signals every process).
 class SignalScope {
  public:
-  SignalScope();
+  explicit SignalScope(bool second_exits = true);
   ~SignalScope();
   SignalScope(const SignalScope&) = delete;
   SignalScope& operator=(const SignalScope&) = delete;

@@ -6,11 +6,13 @@
 //    "eval": {"split": "valid", "methods": ["nonoverlap", "sliding"],
 //             "lengths": [32, 64, 128, 256, 512], "stride": 0, "mem_lens": [-1],
 //             "aids": ["none"], "max_tokens": 0, "checkpoint": "last"},
-//    "baseline": "relative"}                              (optional; default the first group)
+//    "baseline": "relative"}           (optional; an encoding of the grid, default the first)
 //
 // The grid must hold model.pos_encoding and train.seed; any key `txl train --set` accepts may
 // be added. A cell is named from its values ("rope-seed2", "rope-tgt_len128-seed2"); the
-// cells that differ only in train.seed form a group, the unit the statistics compare. An
+// cells that differ only in train.seed form a group, the unit the statistics compare. Each
+// group is compared with the baseline encoding's group at the same values of the other keys
+// (rope-tgt_len128 with relative-tgt_len128), so only the encoding differs in a comparison. An
 // encoding without memory (absolute, ...) trains with train.mem_len = 0 unless the grid sets
 // train.mem_len itself; the cell's overrides then list "train.mem_len=0".
 // Parsing is strict: unknown keys, empty or duplicated lists, a grid key --set refuses or a
@@ -50,8 +52,10 @@ struct StudyEval {
 };
 
 struct StudyCell {
-  std::string name;   // "rope-seed2"
-  std::string group;  // "rope": the name without the seed
+  std::string name;      // "rope-seed2"
+  std::string group;     // "rope": the name without the seed
+  std::string encoding;  // the model.pos_encoding value
+  std::string variant;   // the other keys' part of the name ("tgt_len128"; "" without others)
   int64_t seed = 0;
   std::vector<std::string> overrides;  // "model.pos_encoding=rope", ... (as --set takes them)
   Config config;                       // base + overrides, validated
@@ -83,5 +87,9 @@ nlohmann::json study_manifest(const StudySpec& spec);
 std::vector<std::string> study_differences(const nlohmann::json& saved, const nlohmann::json& now);
 
 const StudyCell* find_cell(const StudySpec& spec, const std::string& name);
+
+// The group `group` is compared with: the baseline encoding's at the same other values.
+std::string baseline_group(const StudySpec& spec, const std::string& group,
+                           const std::string& baseline);
 
 }  // namespace txl

@@ -23,9 +23,11 @@ struct StudyReportInfo {
 nlohmann::json study_results_json(const StudySpec& spec, const std::vector<CellResults>& cells,
                                   const StudyStats& stats, const StudyReportInfo& info);
 
-// The plots (relative to DIR) report.md embeds; drawn by write_study_report.
+// report.md; `drawn` names the plots (relative to DIR, without extension) that exist, the
+// only ones it links; `plot_notes` say why the others are missing.
 std::string study_report_markdown(const StudySpec& spec, const std::vector<CellResults>& cells,
                                   const StudyStats& stats, const StudyReportInfo& info,
+                                  const std::vector<std::string>& drawn,
                                   const std::vector<std::string>& plot_notes);
 
 // Writes results.json, the plots (a missing gnuplot is noted in the report, not fatal) and

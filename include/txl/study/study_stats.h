@@ -8,8 +8,9 @@
 //    and its 95% interval is exp() of the Student t interval of the m_s (statistics.h).
 //    With a single seed there is no spread across seeds to estimate; the interval is then
 //    the window bootstrap of `txl compare` and is labelled "windows".
-//  - Against the baseline, d_s = m_s(group) - m_s(baseline) for every seed both have (the
-//    same seed value; the same windows, so the pairing is by seed and by window). The ratio
+//  - Against the baseline (the baseline encoding's group at the same other grid values),
+//    d_s = m_s(group) - m_s(baseline) for every seed both have (the same seed value; the
+//    same windows, so the pairing is by seed and by window). The ratio
 //    of perplexities is exp(mean d_s) with exp() of the t interval of the d_s. A difference is
 //    significant only when that seed-level interval excludes 0; with one common seed the
 //    window-bootstrap interval is shown but never called significant.
@@ -60,14 +61,15 @@ struct LengthStats {
 
 struct GroupStats {
   std::string name;
-  std::string encoding;
+  std::string encoding;        // its model.pos_encoding
+  std::string baseline_group;  // what it is compared with (itself for the baseline's groups)
   int64_t train_length = 0;
   std::vector<int64_t> seeds;                  // seeds with a finished cell
   std::vector<std::vector<LengthStats>> rows;  // [protocol][length]
 };
 
 struct StudyStats {
-  std::string baseline;  // group name
+  std::string baseline;  // the baseline encoding
   std::vector<GroupStats> groups;
   std::vector<std::string> missing_cells;  // cells without results yet
 };
