@@ -61,14 +61,21 @@ bool cell_file_current(const json& j, const StudySpec& spec, const StudyCell& ce
          j.value("protocol_labels", json()) == json(protocol_labels(spec));
 }
 
-double saved_train_seconds(const StudyPaths& paths, const std::string& cell) {
+// DIR/cells/<cell>.time.json: {"train_s": training seconds summed over the calls that
+// trained, "eval_s": seconds of the last evaluation that computed anything (one that found
+// every result in the cache keeps the time of the one that computed them).
+json saved_times(const StudyPaths& paths, const std::string& cell) {
   const auto j = read_json_if_any(paths.cell_time(cell));
-  return j ? j->value("train_s", 0.0) : 0.0;
+  return j && j->is_object() ? *j : json::object();
 }
 
-void add_train_seconds(const StudyPaths& paths, const std::string& cell, double seconds) {
-  write_file_atomic(paths.cell_time(cell),
-                    json{{"train_s", saved_train_seconds(paths, cell) + seconds}}.dump() + "\n");
+void save_times(const StudyPaths& paths, const std::string& cell, double train_add,
+                std::optional<double> eval_seconds) {
+  json j = saved_times(paths, cell);
+  j["train_s"] = j.value("train_s", 0.0) + train_add;
+  if (eval_seconds) j["eval_s"] = *eval_seconds;
+  if (!j.contains("eval_s")) j["eval_s"] = 0.0;
+  write_file_atomic(paths.cell_time(cell), j.dump() + "\n");
 }
 
 // Why this cell cannot be evaluated with the protocol at this length ("" when it can).
@@ -117,7 +124,7 @@ bool train_cell(const StudyCell& cell, const StudyPaths& paths, const std::atomi
   const TrainSummary summary = train_model(cell.config, options, std::move(corpus));
   outcome.train_seconds = seconds_since(start);
   outcome.trained = true;
-  add_train_seconds(paths, cell.name, outcome.train_seconds);
+  save_times(paths, cell.name, outcome.train_seconds, std::nullopt);
   if (summary.interrupted) {
     outcome.interrupted = true;
     outcome.signal = summary.stop_signal;
@@ -172,6 +179,7 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
   set_threads(cell.config.train.threads);
   CachedEvaluator evaluator(run, spec.eval.checkpoint, spec.eval.split, ids, /*read_cache=*/true);
   json protocols = json::array();
+  bool computed = false;  // some result was not in the cache
   for (const auto& protocol : spec.protocols) {
     json results = json::array();
     for (const int64_t length : spec.eval.lengths) {
@@ -197,6 +205,7 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
       }
       bool cached = false;
       const EvalResult r = evaluator.evaluate(request, &cached);
+      computed = computed || !cached;
       fmt::print(stderr, "[study] {} {} L={}: ppl {:.3f} over {} tokens{}\n", cell.name,
                  protocol.label, length, r.ppl(), r.tokens, cached ? " (cached)" : "");
       results.push_back(result_to_json(r));
@@ -204,6 +213,9 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
     protocols.push_back({{"label", protocol.label}, {"results", results}});
   }
   outcome.eval_seconds = seconds_since(start);
+  save_times(paths, cell.name, 0.0,
+             computed ? std::optional<double>(outcome.eval_seconds) : std::nullopt);
+  const json times = saved_times(paths, cell.name);
   const json j = {
       {"name", cell.name},
       {"group", cell.group},
@@ -219,7 +231,7 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
       {"protocol_labels", protocol_labels(spec)},
       {"protocols", protocols},
       {"timing",
-       {{"train_s", saved_train_seconds(paths, cell.name)}, {"eval_s", outcome.eval_seconds}}}};
+       {{"train_s", times.value("train_s", 0.0)}, {"eval_s", times.value("eval_s", 0.0)}}}};
   write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
   return outcome;
 }

@@ -6,6 +6,7 @@
 //   DIR/study.json            the manifest: what a re-run must match (study_manifest)
 //   DIR/runs/<cell>/          the cell's run directory (a normal txl run)
 //   DIR/cells/<cell>.json     the cell's evaluation: every protocol, length and window sum
+//   DIR/cells/<cell>.time.json  its training and evaluation wall times
 //   DIR/logs/<cell>.log       the cell's output when it ran as a --jobs child
 //   DIR/results.json, DIR/report.md, DIR/plots/   written by the report
 #pragma once
