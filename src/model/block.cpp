@@ -35,6 +35,18 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
   init_linear(out, c.init_std);
 }
 
+torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v, const PositionContext& pos) {
+  const int64_t query_len = q.size(2);
+  auto scores = score->scores(q, k, pos);  // [B, H, Q, K]
+  // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
+  scores.masked_fill_(causal_mask(query_len, pos.mem_len, q.device()),
+                      -std::numeric_limits<float>::infinity());
+  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(v.dtype());  // [B, H, Q, K]
+  probs = apply_dropout(probs, dropatt_, is_training());
+  return batched_matmul(probs, v);  // [B, H, Q, D]
+}
+
 torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor& memory,
                                      const PositionContext& pos) {
   const int64_t batch = h.size(0), query_len = h.size(1);
@@ -70,13 +82,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
 
   PositionContext layer_pos = pos;
   layer_pos.mem_len = mem_len;
-  auto scores = score->scores(q, k, layer_pos);  // [B, H, Q, K]
-  // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
-  scores.masked_fill_(causal_mask(query_len, mem_len, h.device()),
-                      -std::numeric_limits<float>::infinity());
-  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(v.dtype());  // [B, H, Q, K]
-  probs = apply_dropout(probs, dropatt_, is_training());
-  auto ctx = batched_matmul(probs, v);                        // [B, H, Q, D]
+  const int64_t block = attention_query_block(batch, n_head_, query_len, key_len, pos.query_block,
+                                              is_training() || torch::GradMode::is_enabled());
+  torch::Tensor ctx;  // [B, H, Q, D]
+  if (block >= query_len) {
+    ctx = attend(q, k, v, layer_pos);
+  } else {
+    ctx = torch::empty({batch, n_head_, query_len, d_head_}, q.options());
+    for (int64_t first = 0; first < query_len; first += block) {
+      const int64_t len = std::min(block, query_len - first);
+      const int64_t keys = mem_len + first + len;  // causality: later keys get no weight
+      ctx.narrow(2, first, len)
+          .copy_(attend(q.narrow(2, first, len), k.narrow(2, 0, keys), v.narrow(2, 0, keys),
+                        block_context(layer_pos, first, len, key_len)));
+    }
+  }
   ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});  // [B, Q, H*D]
   auto y = apply_dropout(out(ctx), dropout_, is_training());  // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);

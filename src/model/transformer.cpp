@@ -41,6 +41,7 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   pos.aid = options.aid;
+  pos.query_block = options.query_block;
   // A learned table stretches over the positions training reached (its rows past them
   // were never trained), and never past its own size.
   pos.train_len = options.train_len;

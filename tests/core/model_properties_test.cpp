@@ -1,6 +1,7 @@
 // Properties the whole model must have, for every encoding:
 //  - causal: changing token t changes no output before t (with and without memory);
-//  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B.
+//  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B;
+//  - query blocks: evaluation in blocks of queries equals attention over all queries at once.
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -141,6 +142,49 @@ TEST(Loss, NllEqualsCrossEntropyOfLogits) {
     for (int64_t t = 0; t < 6; ++t)
       EXPECT_NEAR(out.nll[b][t].item<double>(),
                   -logp[b][t][targets[b][t].item<int64_t>()].item<double>(), 1e-5);
+}
+
+// Long evaluation windows attend in blocks of queries (position_score.h); the numbers must be
+// those of one pass over all queries, for every encoding, with and without memory, for block
+// sizes that divide the window and ones that do not. Aids too (rope's dynamic scale is per
+// pass, not per block).
+class QueryBlocks : public ::testing::TestWithParam<PosEncoding> {};
+
+TEST_P(QueryBlocks, EqualOnePassOverAllQueries) {
+  auto model = make_model(GetParam());
+  torch::NoGradGuard no_grad;
+  const bool memory = encoding_traits(GetParam()).takes_memory;
+  Memory mem;
+  if (memory) {
+    ForwardOptions keep;
+    keep.keep_memory = 6;
+    mem = model->forward(torch::randint(kVocab, {2, 6}, torch::kLong), {}, keep).memory;
+  }
+  auto tokens = torch::randint(kVocab, {2, 13}, torch::kLong);
+  ForwardOptions whole;
+  whole.query_block = -1;
+  whole.aid_length = 13;
+  whole.train_len = 8;
+  if (GetParam() == PosEncoding::kRope) whole.aid = ExtrapolationAid::kDynamicYarn;
+  const auto expected = model->forward(tokens, mem, whole).logits;
+  for (const int64_t block : {1, 4, 5, 13}) {
+    ForwardOptions blocked = whole;
+    blocked.query_block = block;
+    const auto got = model->forward(tokens, mem, blocked).logits;
+    EXPECT_LT(max_abs_diff(got, expected), 1e-5) << "block " << block;
+  }
+  // Training (gradients on) never blocks: the same graph as always.
+  EXPECT_EQ(attention_query_block(2, 4, 13, 19, /*requested=*/4, /*grad=*/true), 13);
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, QueryBlocks, ::testing::ValuesIn(testing::all_encodings()),
+                         testing::EncodingName());
+
+TEST(QueryBlocks, AutomaticBlocksOnlyPastTheBudget) {
+  EXPECT_EQ(attention_query_block(1, 4, 512, 512, 0, false), 512);  // 8 MiB: one pass
+  // L = 16384, 4 heads: 2 GiB of scores at once; blocks of 256 MiB / (2 * 4 * 16384 * 4).
+  EXPECT_EQ(attention_query_block(1, 4, 16384, 16384, 0, false), 512);
+  EXPECT_EQ(attention_query_block(1, 4, 16384, 16384, -1, false), 16384);
 }
 
 }  // namespace

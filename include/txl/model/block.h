@@ -25,6 +25,11 @@ class AttentionImpl : public torch::nn::Module {
   std::shared_ptr<PositionScoreImpl> score;
 
  private:
+  // softmax(masked scores) . v for queries q: [B, H, Q, D] against k, v: [B, H, K, D], the
+  // queries being the last Q of the K keys (pos.mem_len = K - Q)          -> [B, H, Q, D]
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const PositionContext& pos);
+
   int64_t n_head_, d_head_;
   bool pre_norm_;
   double dropout_, dropatt_;  // applied with txl::dropout (kernels.h)

@@ -30,7 +30,26 @@ struct PositionContext {
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // evaluation only (encodings.h)
   double aid_scale = 1.0;                          // s >= 1 for this pass
   int64_t train_len = 0;                           // L: keys per training segment
+  int64_t query_block = 0;  // evaluation: queries per attention block (0 = automatic, < 0 = off)
 };
+
+// Attention in query blocks (evaluation without gradients). A block of queries i0..i0+b-1
+// needs, by causality, only the keys 0..M+i0+b-1, and it is itself "the last b queries of
+// those keys" with M + i0 positions before it: the convention every PositionScoreImpl
+// already follows. So a block is scored by the same scores() call on narrowed tensors (with
+// mem_len = M + i0 and the matching tail of the relative sinusoids), and peak memory grows
+// with b * K instead of Q * K. Blocks are used when one layer's scores and probabilities
+// would pass this many bytes (or when asked for with query_block > 0).
+inline constexpr int64_t kScoreBudgetBytes = int64_t{256} << 20;
+
+// The queries per block for a pass (query_len = no blocking).
+int64_t attention_query_block(int64_t batch, int64_t heads, int64_t query_len, int64_t key_len,
+                              int64_t requested, bool grad);
+
+// The context of the block of `block_len` queries starting at `first` (of a pass whose
+// context is `pos`, with key_len keys in all): mem_len and sinusoids narrowed to it.
+PositionContext block_context(const PositionContext& pos, int64_t first, int64_t block_len,
+                              int64_t key_len);
 
 class PositionScoreImpl : public torch::nn::Module {
  public:

@@ -21,6 +21,9 @@ struct ForwardOptions {
   int64_t aid_length = 0;                          // the evaluated length s derives from
   int64_t train_len = 0;  // keys per training segment (tgt_len + mem_len of the run)
   bool want_logits = false;
+  // Evaluation without gradients: queries per attention block (position_score.h). 0 =
+  // automatic (blocks only when a layer's scores would pass kScoreBudgetBytes), < 0 = never.
+  int64_t query_block = 0;
 };
 
 struct LMOutput {
