@@ -24,16 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::vector<std::string> protocol_labels(const StudySpec& spec) {
-  std::vector<std::string> out;
-  for (const auto& p : spec.protocols) out.push_back(p.label);
-  return out;
 }
 
 // The cell's config as a run directory records it, for comparisons that ignore the keys a
@@ -51,14 +46,12 @@ std::optional<json> read_json_if_any(const std::string& path) {
   }
 }
 
-// The cell file is current when it describes this cell's config, split and protocols.
+// The cell file is current when it describes this cell's config and the study's evaluation
+// block (split, checkpoint, lengths and protocols all follow from it).
 bool cell_file_current(const json& j, const StudySpec& spec, const StudyCell& cell) {
   return j.is_object() && j.contains("config") &&
          config_changes(j["config"], cell.config).empty() &&
-         j.value("split", "") == spec.eval.split &&
-         j.value("checkpoint", "") == spec.eval.checkpoint &&
-         j.value("eval", json()) == study_manifest(spec)["eval"] &&
-         j.value("protocol_labels", json()) == json(protocol_labels(spec));
+         j.value("eval", json()) == study_eval_json(spec.eval);
 }
 
 // DIR/cells/<cell>.time.json: {"train_s": training seconds summed over the calls that
@@ -223,12 +216,8 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
       {"overrides", cell.overrides},
       {"config", config_to_json(cell.config)},
       {"run_dir", dir},
-      {"split", spec.eval.split},
-      {"checkpoint", spec.eval.checkpoint},
       {"checkpoint_step", run.state.step},
-      {"lengths", spec.eval.lengths},
-      {"eval", study_manifest(spec)["eval"]},
-      {"protocol_labels", protocol_labels(spec)},
+      {"eval", study_eval_json(spec.eval)},
       {"protocols", protocols},
       {"timing",
        {{"train_s", times.value("train_s", 0.0)}, {"eval_s", times.value("eval_s", 0.0)}}}};

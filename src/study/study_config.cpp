@@ -341,25 +341,26 @@ StudySpec read_study(const std::string& path, int64_t threads) {
   return study_from_json(read_json_file(path), path, threads);
 }
 
+json study_eval_json(const StudyEval& e) {
+  return {{"split", e.split},           {"methods", e.methods},      {"lengths", e.lengths},
+          {"stride", e.stride},         {"mem_lens", e.mem_lens},    {"aids", e.aids},
+          {"max_tokens", e.max_tokens}, {"checkpoint", e.checkpoint}};
+}
+
+std::vector<std::string> protocol_labels(const StudySpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& p : spec.protocols) out.push_back(p.label);
+  return out;
+}
+
 json study_manifest(const StudySpec& spec) {
   json grid = json::array();
   for (const auto& axis : spec.grid) grid.push_back({{"key", axis.key}, {"values", axis.values}});
-  json protocols = json::array();
-  for (const auto& p : spec.protocols) protocols.push_back(p.label);
-  const StudyEval& e = spec.eval;
   return {{"format", "txl-study"},
           {"version", 1},
           {"base", config_to_json(config_from_json(spec.base, spec.source))},
           {"grid", grid},
-          {"eval",
-           {{"split", e.split},
-            {"methods", e.methods},
-            {"lengths", e.lengths},
-            {"stride", e.stride},
-            {"mem_lens", e.mem_lens},
-            {"aids", e.aids},
-            {"max_tokens", e.max_tokens},
-            {"checkpoint", e.checkpoint}}}};
+          {"eval", study_eval_json(spec.eval)}};
 }
 
 std::vector<std::string> study_differences(const json& saved, const json& now) {

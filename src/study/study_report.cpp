@@ -185,12 +185,12 @@ json study_results_json(const StudySpec& spec, const std::vector<CellResults>& c
             {"baseline", stats.baseline},
             {"statistics",
              {{"method", kStatisticsMethod}, {"level", 0.95}, {"single_seed", to_json(bootstrap)}}},
-            {"protocols", json::array()},
+            {"protocols", protocol_labels(spec)},
             {"lengths", spec.eval.lengths},
             {"cells", json::array()},
             {"groups", json::array()},
             {"missing_cells", stats.missing_cells}};
-  for (const auto& p : spec.protocols) j["protocols"].push_back(p.label);
+
   for (const auto& c : cells) {
     json cj = {{"name", c.name},
                {"group", c.group},
@@ -281,10 +281,8 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
       values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
     md += fmt::format("  - `{}`: {}\n", axis.key, join(values));
   }
-  std::vector<std::string> labels;
-  for (const auto& p : spec.protocols) labels.push_back(p.label);
   md += fmt::format(
-      "- Evaluation: {}; lengths {}; checkpoint {}{}.\n", join(labels),
+      "- Evaluation: {}; lengths {}; checkpoint {}{}.\n", join(protocol_labels(spec)),
       [&] {
         std::vector<std::string> l;
         for (const auto x : lengths) l.push_back(std::to_string(x));

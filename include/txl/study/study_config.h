@@ -81,6 +81,13 @@ StudySpec read_study(const std::string& path, int64_t threads = 0);
 // resolved base config, the grid and the evaluation block.
 nlohmann::json study_manifest(const StudySpec& spec);
 
+// The evaluation block as the manifest and every cell file record it (the protocols follow
+// from it).
+nlohmann::json study_eval_json(const StudyEval& eval);
+
+// The protocols' labels, in order.
+std::vector<std::string> protocol_labels(const StudySpec& spec);
+
 // Why `now` cannot continue the study recorded in `saved` (empty when it can): changes to
 // the base config (other than train.threads), to the evaluation or to the grid's keys, or a
 // grid value that was removed. Values added to the grid only add cells and are allowed.
