@@ -21,6 +21,7 @@
 #include "txl/study/study_config.h"
 #include "txl/study/study_report.h"
 #include "txl/study/study_stats.h"
+#include "txl/util/clock.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
@@ -33,11 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -14,6 +14,7 @@
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/trainer.h"
+#include "txl/util/clock.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
@@ -24,12 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The cell's config as a run directory records it, for comparisons that ignore the keys a
 // resume may change (threads among them).

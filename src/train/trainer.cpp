@@ -21,6 +21,7 @@
 #include "txl/train/batcher.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/train/schedule.h"
+#include "txl/util/clock.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/parse.h"
@@ -29,12 +30,6 @@
 namespace txl {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 class MetricsLog {
  public:
