@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -64,14 +63,13 @@ RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base) {
   spec.settings.aid = parse_extrapolation_aid(name, arg);
   if (colon != std::string::npos) {
     const std::string factor = tail.substr(colon + 1);
-    char* end = nullptr;
-    const double value = std::strtod(factor.c_str(), &end);
-    if (factor.empty() || *end != '\0' || !(value >= 1) || !std::isfinite(value)) {
+    const auto value = parse_aid_factor(factor);
+    if (!value) {
       throw InputError(arg + ": the aid factor \"" + factor +
                        "\" is not valid; expected a number >= 1, e.g. " + spec.dir + "@" + name +
                        ":4");
     }
-    spec.settings.aid_factor = value;
+    spec.settings.aid_factor = *value;
   }
   return spec;
 }

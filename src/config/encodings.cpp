@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -229,6 +230,14 @@ ExtrapolationAid parse_extrapolation_aid(const std::string& name, const std::str
 
 bool is_dynamic(ExtrapolationAid aid) {
   return aid == ExtrapolationAid::kDynamicNtk || aid == ExtrapolationAid::kDynamicYarn;
+}
+
+std::optional<double> parse_aid_factor(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !(value >= 1) || !std::isfinite(value)) return std::nullopt;
+  return value;
 }
 
 double aid_scale(ExtrapolationAid aid, double factor, int64_t length, int64_t key_len,

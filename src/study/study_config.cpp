@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <set>
 
 #include "txl/config/config_diff.h"
@@ -157,14 +156,13 @@ std::pair<ExtrapolationAid, double> parse_aid_spec(const std::string& spec,
   const ExtrapolationAid aid = parse_extrapolation_aid(spec.substr(0, colon), where);
   double factor = 0.0;
   if (colon != std::string::npos) {
-    const std::string text = spec.substr(colon + 1);
-    char* end = nullptr;
-    factor = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(factor >= 1) || !std::isfinite(factor)) {
+    const auto value = parse_aid_factor(spec.substr(colon + 1));
+    if (!value) {
       throw InputError(where + ": \"" + spec +
                        "\" has no valid factor; expected aid:factor with a "
                        "factor >= 1, e.g. ntk:4, or the aid alone to derive it from the length");
     }
+    factor = *value;
   }
   if (aid == ExtrapolationAid::kNone && factor != 0.0)
     throw InputError(where + ": \"" + spec + "\": the aid none takes no factor");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ std::string to_string(ExtrapolationAid aid);
 ExtrapolationAid parse_extrapolation_aid(const std::string& name, const std::string& key_path);
 std::vector<std::string> extrapolation_aid_names();
 bool is_dynamic(ExtrapolationAid aid);
+
+// An aid factor written as text ("4", "2.5" after "aid:"): the number when it is a finite
+// s >= 1, nullopt for anything else (the caller names where it came from).
+std::optional<double> parse_aid_factor(const std::string& text);
 
 // s for one pass: `factor` when > 0; else derived from the evaluated length (dynamic aids:
 // the pass's keys) over the training length, at least 1. For interpolate, train_len is the
