@@ -14,6 +14,7 @@
 #include "txl/eval/cache.h"
 #include "txl/eval/compare.h"
 #include "txl/eval/plot.h"
+#include "txl/eval/progress.h"
 #include "txl/eval/request.h"
 #include "txl/platform/runtime.h"
 #include "txl/run/run_dir.h"
@@ -196,10 +197,11 @@ int run_compare(const CompareCommandOptions& o) {
           cr.cached.push_back(false);
           continue;
         }
+        EvalProgressPrinter progress(fmt::format("{} length {}", cr.name, length));
         cr.results.push_back(evaluator.evaluate(
             make_eval_request(specs[r].settings, length, run.config.eval.batch_tokens,
                               training_length(run.config)),
-            &cached));
+            &cached, progress.callback()));
         cr.cached.push_back(cached);
         fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
                    cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");

@@ -7,7 +7,9 @@
 #include "txl/cli/eval_options.h"
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
+#include "txl/eval/eval_memory.h"
 #include "txl/eval/evaluate.h"
+#include "txl/eval/progress.h"
 #include "txl/eval/report.h"
 #include "txl/eval/request.h"
 #include "txl/platform/runtime.h"
@@ -40,6 +42,12 @@ int run_eval(const EvalCommandOptions& o) {
 
   EncodeStats stats;
   const auto ids = load_split(run.config.data.dir, split, run.vocab, &stats);
+  // Every length must fit in memory before the first one is evaluated.
+  for (const int64_t length : lengths) {
+    check_eval_fits(run.model,
+                    make_eval_request(settings, length, batch_tokens, training_length(run.config)),
+                    static_cast<int64_t>(ids.size()));
+  }
   CachedEvaluator evaluator(run, o.checkpoint, split, ids, !o.no_cache);
   EvalReport report;
   report.run = o.run_dir;
@@ -52,8 +60,10 @@ int run_eval(const EvalCommandOptions& o) {
   report.per_position = o.per_position;
   for (const int64_t length : lengths) {
     bool cached = false;
+    EvalProgressPrinter progress(fmt::format("length {}", length));
     report.results.push_back(evaluator.evaluate(
-        make_eval_request(settings, length, batch_tokens, training_length(run.config)), &cached));
+        make_eval_request(settings, length, batch_tokens, training_length(run.config)), &cached,
+        progress.callback()));
     report.cached.push_back(cached);
     const auto& r = report.results.back();
     fmt::print(stderr, "  length {:>6}: ppl {:.3f} over {} tokens{}\n", length, r.ppl(), r.tokens,

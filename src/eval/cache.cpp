@@ -172,7 +172,8 @@ CachedEvaluator::CachedEvaluator(LoadedRun& run, const std::string& which, const
   subject_.checkpoint_checksum = checksum_file(ckpt);
 }
 
-EvalResult CachedEvaluator::evaluate(const EvalRequest& request, bool* was_cached) {
+EvalResult CachedEvaluator::evaluate(const EvalRequest& request, bool* was_cached,
+                                     const EvalProgressFn& progress) {
   if (was_cached) *was_cached = false;
   const auto key = eval_cache_key(subject_, run_.config.model, request);
   const auto path = eval_cache_path(run_.paths.dir, key);
@@ -180,7 +181,7 @@ EvalResult CachedEvaluator::evaluate(const EvalRequest& request, bool* was_cache
     if (was_cached) *was_cached = true;
     return *cached;
   }
-  auto result = txl::evaluate(run_.model, ids_, request);
+  auto result = txl::evaluate(run_.model, ids_, request, progress);
   const auto problem = write_eval_cache(path, key, result);
   if (!problem.empty()) fmt::print(stderr, "warning: evaluation result not cached: {}\n", problem);
   return result;

@@ -177,6 +177,12 @@ std::string format_comparison_table(const Comparison& c) {
         c.runs[0].name, c.runs[1].name);
   }
   out += "\n";
+  if (any) {  // every run scores the same windows, so one run's notes hold for all
+    for (size_t i = 0; i < any->results.size(); ++i) {
+      const std::string note = any->evaluated(i) ? short_window_note(any->results[i]) : "";
+      if (!note.empty()) out += "note: " + note + "\n";
+    }
+  }
   if (c.per_position && any && !any->results.empty()) {
     out += per_position_heading(any->results.front().method);
     for (const auto& run : c.runs) {

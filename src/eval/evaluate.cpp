@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "txl/eval/eval_memory.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
@@ -61,10 +62,49 @@ class Scorer {
   std::vector<int64_t> counts_;
 };
 
+// Tells the caller's callback how far the evaluation is: tokens forwarded (each pass counted
+// layer by layer, so one long window shows progress too) out of all the passes will forward.
+class Progress {
+ public:
+  Progress(const EvalProgressFn& callback, int64_t windows, int64_t tokens, int64_t layers)
+      : callback_(callback), windows_(windows), tokens_(tokens), layers_(layers) {}
+
+  // A hook for ForwardOptions::after_layer of a pass over `pass_tokens` tokens (empty
+  // without a callback).
+  std::function<void(double)> layer_hook(int64_t pass_tokens) {
+    if (!callback_) return {};
+    return [this, pass_tokens](double layers_done) {
+      report(static_cast<double>(done_tokens_) +
+             static_cast<double>(pass_tokens) * layers_done /
+                 static_cast<double>(std::max<int64_t>(1, layers_)));
+    };
+  }
+
+  void pass_done(int64_t pass_tokens, int64_t pass_windows) {
+    done_tokens_ += pass_tokens;
+    done_windows_ += pass_windows;
+    if (callback_) report(static_cast<double>(done_tokens_));
+  }
+
+ private:
+  void report(double tokens_done) const {
+    EvalProgress p;
+    p.windows_done = done_windows_;
+    p.windows = windows_;
+    p.fraction = tokens_ > 0 ? std::min(1.0, tokens_done / static_cast<double>(tokens_)) : 1.0;
+    callback_(p);
+  }
+
+  const EvalProgressFn& callback_;
+  int64_t windows_, tokens_, layers_;
+  int64_t done_tokens_ = 0, done_windows_ = 0;
+};
+
 torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
                             const torch::Tensor& targets, const Memory& memory,
-                            const EvalRequest& request, Memory* next_memory) {
+                            const EvalRequest& request, Memory* next_memory, Progress& progress) {
   ForwardOptions opts;
+  opts.progress = progress.layer_hook(inputs.numel());
   opts.targets = targets;
   opts.clamp_len = request.clamp_len;
   opts.aid = request.aid;
@@ -74,6 +114,7 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   opts.keep_memory = next_memory ? request.mem_len : 0;
   auto out = model->forward(inputs, memory, opts);
   if (next_memory) *next_memory = std::move(out.memory);
+  progress.pass_done(inputs.numel(), inputs.size(0));
   return out.nll;  // [B, Q]
 }
 
@@ -85,7 +126,12 @@ struct Window {
 };
 
 void score_windows(TransformerLM& model, const torch::Tensor& stream,
-                   const std::vector<Window>& windows, const EvalRequest& request, Scorer& scorer) {
+                   const std::vector<Window>& windows, const EvalRequest& request, Scorer& scorer,
+                   const EvalProgressFn& callback) {
+  int64_t tokens = 0;
+  for (const auto& w : windows) tokens += w.len;
+  Progress progress(callback, static_cast<int64_t>(windows.size()), tokens,
+                    model->config().n_layer);
   const int64_t per_batch =
       std::max<int64_t>(1, request.batch_tokens / std::max<int64_t>(1, request.length));
   size_t i = 0;
@@ -100,8 +146,8 @@ void score_windows(TransformerLM& model, const torch::Tensor& stream,
       in.push_back(stream.narrow(0, windows[w].start, windows[w].len));
       tg.push_back(stream.narrow(0, windows[w].start + 1, windows[w].len));
     }
-    auto nll =
-        per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr);  // [b, L]
+    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr,
+                             progress);  // [b, L]
     for (size_t w = i; w < j; ++w) {
       const auto& win = windows[w];
       scorer.add_window(nll[w - i].narrow(0, win.skip, win.len - win.skip), win.skip);
@@ -110,33 +156,51 @@ void score_windows(TransformerLM& model, const torch::Tensor& stream,
   }
 }
 
-void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t n_targets,
-                     const EvalRequest& request, Scorer& scorer) {
-  // Stream b scores targets [b*T, (b+1)*T); the last stream also takes the remainder.
-  const int64_t streams = std::max<int64_t>(1, std::min(request.streams, n_targets));
+// One pass of the memory method: segment [pos, pos + len) of streams first..streams-1.
+struct MemoryPass {
+  int64_t pos;
+  int64_t len;
+  int64_t first;
+};
+
+// Stream b scores targets [b*T, (b+1)*T); the last stream also takes the remainder and goes
+// on alone once the others are done.
+std::vector<MemoryPass> memory_passes(int64_t streams, int64_t n_targets, int64_t length) {
   const int64_t per = n_targets / streams;
   const int64_t last_len = n_targets - per * (streams - 1);
-  Memory memory;
-  int64_t pos = 0;
-  while (pos < last_len) {
+  std::vector<MemoryPass> passes;
+  for (int64_t pos = 0; pos < last_len;) {
     const bool all_streams = pos < per;
-    const int64_t len = all_streams ? std::min(request.length, per - pos)
-                                    : std::min(request.length, last_len - pos);
-    const int64_t first = all_streams ? 0 : streams - 1;
-    if (!all_streams && pos == per && streams > 1) {  // only the last stream goes on
+    const int64_t len = std::min(length, (all_streams ? per : last_len) - pos);
+    passes.push_back({pos, len, all_streams ? 0 : streams - 1});
+    pos += len;
+  }
+  return passes;
+}
+
+void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t n_targets,
+                     const EvalRequest& request, Scorer& scorer, const EvalProgressFn& callback) {
+  const int64_t streams = std::max<int64_t>(1, std::min(request.streams, n_targets));
+  const int64_t per = n_targets / streams;
+  const auto passes = memory_passes(streams, n_targets, request.length);
+  int64_t windows = 0;
+  for (const auto& p : passes) windows += streams - p.first;
+  Progress progress(callback, windows, n_targets, model->config().n_layer);
+  Memory memory;
+  for (const auto& p : passes) {
+    if (p.first > 0 && p.pos == per) {  // only the last stream goes on
       for (auto& layer : memory.layers) layer = layer.narrow(0, streams - 1, 1);
     }
     std::vector<torch::Tensor> in, tg;
-    for (int64_t b = first; b < streams; ++b) {
-      in.push_back(stream.narrow(0, b * per + pos, len));
-      tg.push_back(stream.narrow(0, b * per + pos + 1, len));
+    for (int64_t b = p.first; b < streams; ++b) {
+      in.push_back(stream.narrow(0, b * per + p.pos, p.len));
+      tg.push_back(stream.narrow(0, b * per + p.pos + 1, p.len));
     }
     Memory next;
-    auto nll =
-        per_token_nll(model, torch::stack(in), torch::stack(tg), memory, request, &next);  // [b, Q]
+    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), memory, request, &next,
+                             progress);  // [b, Q]
     memory = std::move(next);
     for (int64_t b = 0; b < nll.size(0); ++b) scorer.add_window(nll[b], 0);
-    pos += len;
   }
 }
 
@@ -215,6 +279,12 @@ void check_aid(const ModelConfig& model, const EvalRequest& r) {
 
 }  // namespace
 
+int64_t longest_window(const EvalResult& r) {
+  int64_t longest = 0;
+  for (const int64_t n : r.window_tokens) longest = std::max(longest, n);
+  return longest;  // sliding: the first window is scored whole, so it counts in full
+}
+
 double EvalResult::ppl() const { return std::exp(mean_nll()); }
 double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
 
@@ -240,11 +310,11 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
 }
 
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
-                    const EvalRequest& request) {
+                    const EvalRequest& request, const EvalProgressFn& progress) {
   check_eval_request(model, request);
-  int64_t n_targets = static_cast<int64_t>(ids.size()) - 1;
-  if (request.max_tokens > 0) n_targets = std::min(n_targets, request.max_tokens);
+  const int64_t n_targets = scored_targets(request, static_cast<int64_t>(ids.size()));
   if (n_targets < 1) throw InputError("the evaluation split has fewer than 2 tokens");
+  check_eval_fits(model, request, static_cast<int64_t>(ids.size()));
   auto stream = torch::from_blob(const_cast<int32_t*>(ids.data()), {n_targets + 1}, torch::kInt32)
                     .to(torch::kInt64);  // [N]
 
@@ -269,7 +339,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   AutocastGuard autocast(request.precision);
   const int64_t len = request.length;
   if (request.method == EvalMethod::kMemory) {
-    evaluate_memory(model, stream, n_targets, request, scorer);
+    evaluate_memory(model, stream, n_targets, request, scorer, progress);
   } else {
     std::vector<Window> windows;
     if (request.method == EvalMethod::kNonOverlap) {
@@ -287,7 +357,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
         windows.push_back({start, e - start, e - start - scored});
       }
     }
-    score_windows(model, stream, windows, request, scorer);
+    score_windows(model, stream, windows, request, scorer, progress);
   }
   scorer.finish();
   return result;

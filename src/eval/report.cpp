@@ -62,6 +62,7 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
   const auto ci = mean_nll_interval(e, bootstrap);
   nlohmann::json row = {{"method", to_string(e.method)},
                         {"length", e.length},
+                        {"window", longest_window(e)},
                         {"tokens", e.tokens},
                         {"windows", e.window_nll.size()},
                         {"nll", e.mean_nll()},
@@ -84,6 +85,17 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
     row["streams"] = e.streams;
   }
   return row;
+}
+
+std::string short_window_note(const EvalResult& e) {
+  const int64_t longest = longest_window(e);
+  if (e.tokens == 0 || longest >= e.length) return "";
+  const char* what = e.method == EvalMethod::kMemory ? "segment" : "window";
+  return fmt::format(
+      "length {}: only {} tokens were scored (the split, or --max-tokens, is shorter than "
+      "the length{}), so this row scores {} {}{} of at most {} tokens, not {}",
+      e.length, e.tokens, e.method == EvalMethod::kMemory ? " per stream" : "", e.window_nll.size(),
+      what, e.window_nll.size() == 1 ? "" : "s", longest, e.length);
 }
 
 nlohmann::json per_position_to_json(const EvalResult& e) {
@@ -146,7 +158,8 @@ std::string format_report_table(const EvalReport& r) {
                      chars ? fmt::format(" {:>7}", "bpc") : "");
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
-    const std::string mark = e.length == r.train_length ? " *" : "";
+    std::string mark = e.length == r.train_length ? " *" : "";
+    if (!short_window_note(e).empty()) mark += " !";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
     out +=
         fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
@@ -156,6 +169,10 @@ std::string format_report_table(const EvalReport& r) {
   }
   out += "(* = training length; ppl = exp(total NLL / tokens scored); interval: " +
          describe(r.bootstrap) + ")\n";
+  for (const auto& e : r.results) {
+    const std::string note = short_window_note(e);
+    if (!note.empty()) out += "! " + note + "\n";
+  }
   if (r.per_position && !r.results.empty()) {
     out += per_position_heading(r.results.front().method);
     for (const auto& e : r.results) out += format_per_position(e) + "\n";

@@ -95,6 +95,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
       ctx.narrow(2, first, len)
           .copy_(attend(q.narrow(2, first, len), k.narrow(2, 0, keys), v.narrow(2, 0, keys),
                         block_context(layer_pos, first, len, key_len)));
+      if (pos.attention_progress) {
+        // Keys seen so far over all keys, summed over queries: ((M + e)^2 - M^2) / (K^2 - M^2).
+        const auto work = [&](int64_t end) {
+          const double m = static_cast<double>(mem_len), e = static_cast<double>(end);
+          return (m + e) * (m + e) - m * m;
+        };
+        pos.attention_progress(work(first + len) / work(query_len));
+      }
     }
   }
   ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});  // [B, Q, H*D]

@@ -7,6 +7,34 @@
 
 namespace txl {
 
+int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions& options) {
+  if (!options.targets.defined() || options.want_logits || options.query_block < 0 ||
+      torch::GradMode::is_enabled())
+    return rows;
+  if (options.query_block > 0) return std::min(options.query_block, rows);
+  const int64_t row_bytes = vocab_size * 4;
+  if (row_bytes * rows <= kLogitBudgetBytes) return rows;
+  return std::clamp<int64_t>(kLogitBudgetBytes / row_bytes, 1, rows);
+}
+
+namespace {
+
+// h: [N, C], weight: [V, C], bias: [V], targets: [N] -> [N] float32, `block` rows at a time.
+torch::Tensor blocked_output_nll(const torch::Tensor& h, const torch::Tensor& weight,
+                                 const torch::Tensor& bias, const torch::Tensor& targets,
+                                 int64_t block) {
+  const int64_t rows = h.size(0);
+  auto nll = torch::empty({rows}, h.options().dtype(torch::kFloat32));  // [N]
+  for (int64_t first = 0; first < rows; first += block) {
+    const int64_t n = std::min(block, rows - first);
+    auto logits = torch::linear(h.narrow(0, first, n), weight, bias);  // [n, V]
+    nll.narrow(0, first, n).copy_(token_nll(logits, targets.narrow(0, first, n)));
+  }
+  return nll;
+}
+
+}  // namespace
+
 TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     : config_(c), vocab_size_(vocab_size) {
   TORCH_CHECK(vocab_size >= 2, "vocabulary must hold at least 2 tokens, got ", vocab_size);
@@ -59,7 +87,13 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   for (size_t l = 0; l < blocks->size(); ++l) {
     layer_inputs.push_back(h);
     auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];  // [B, M, C]
-    h = blocks[l]->as<Block>()->forward(h, mem, pos);                // [B, Q, C]
+    const double layer = static_cast<double>(l);
+    if (options.progress) {
+      // Attention is most of a long window's work: its blocks advance the layer's share.
+      pos.attention_progress = [&options, layer](double f) { options.progress(layer + f); };
+    }
+    h = blocks[l]->as<Block>()->forward(h, mem, pos);  // [B, Q, C]
+    if (options.progress) options.progress(layer + 1);
   }
   if (final_norm) h = final_norm(h);
   h = apply_dropout(h, config_.dropout, is_training());
@@ -67,10 +101,20 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   LMOutput result;
   result.memory = update_memory(memory, layer_inputs, options.keep_memory);
   auto weight = output ? output->weight : embedding->weight;  // [V, C]
-  auto logits = torch::linear(h, weight, output_bias);        // [B, Q, V]
   if (options.targets.defined()) {
     TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
                 " must match tokens ", tokens.sizes());
+  }
+  const int64_t rows = tokens.numel();
+  const int64_t block = output_row_block(rows, vocab_size_, options);
+  if (block < rows) {
+    result.nll = blocked_output_nll(h.reshape({rows, -1}), weight, output_bias,
+                                    options.targets.reshape({-1}), block)
+                     .view(tokens.sizes());  // [B, Q]
+    return result;
+  }
+  auto logits = torch::linear(h, weight, output_bias);  // [B, Q, V]
+  if (options.targets.defined()) {
     result.nll = token_nll(logits.reshape({-1, vocab_size_}), options.targets.reshape({-1}))
                      .view(tokens.sizes());  // [B, Q]
   }

@@ -3,8 +3,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include "txl/util/error.h"
 
 namespace txl {
 
@@ -54,6 +57,17 @@ double available_memory_bytes() {
     } catch (const std::exception&) {
       // Unreadable: fall back to MemAvailable.
     }
+  }
+  // A user's own cap (and how the tests make a refusal happen on any machine).
+  if (const char* cap = std::getenv("TXL_MEMORY_LIMIT_MB"); cap != nullptr && *cap != '\0') {
+    char* end = nullptr;
+    const double mb = std::strtod(cap, &end);
+    if (end == cap || *end != '\0' || !(mb > 0)) {
+      throw InputError(std::string("TXL_MEMORY_LIMIT_MB=\"") + cap +
+                       "\" is not valid; expected a positive number of MiB (or leave it unset)");
+    }
+    const double bytes = mb * 1024.0 * 1024.0;
+    if (available == 0.0 || bytes < available) available = bytes;
   }
   return available;
 }

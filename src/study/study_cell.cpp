@@ -10,6 +10,7 @@
 #include "txl/config/config_diff.h"
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
+#include "txl/eval/progress.h"
 #include "txl/platform/runtime.h"
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
@@ -192,7 +193,9 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
         continue;
       }
       bool cached = false;
-      const EvalResult r = evaluator.evaluate(request, &cached);
+      EvalProgressPrinter progress(
+          fmt::format("[study] {} {} L={}", cell.name, protocol.label, length));
+      const EvalResult r = evaluator.evaluate(request, &cached, progress.callback());
       computed = computed || !cached;
       fmt::print(stderr, "[study] {} {} L={}: ppl {:.3f} over {} tokens{}\n", cell.name,
                  protocol.label, length, r.ppl(), r.tokens, cached ? " (cached)" : "");

@@ -8,7 +8,8 @@
 //  - a negative --threads in every subcommand that has one, and train.threads;
 //  - train.tgt_len longer than a training stream, and a model too big for the machine:
 //    refused before the run directory is made (or --force clears the old run);
-//  - a duplicate key in a config file or in a run's vocab.json.
+//  - a duplicate key in a config file or in a run's vocab.json;
+//  - an evaluation or a training run that needs more memory than is available.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,7 +38,8 @@ struct Row {
   std::string name;
   std::vector<std::string> args;
   int code;
-  std::string word;  // part of the error message
+  std::string word;              // part of the error message
+  std::vector<std::string> env;  // NAME=value for the child
 };
 
 TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
@@ -122,6 +124,16 @@ TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
        "duplicate key \"model.n_layer\""},
       {"duplicate_vocab_key", {"eval", "--run", dup_vocab_run, "--lengths", "16", "--json", json},
        2, "vocab.json: duplicate key \"tokenizer\""},
+      // More memory than the machine gives: refused from the estimate
+      // before anything is allocated, with the estimate (a cap of 1 kB fits nothing); a cap that is
+      // not a number too.
+      {"eval_memory", eval, 2, "needs about", {"TXL_MEMORY_LIMIT_MB=0.001"}},
+      {"compare_memory", compare, 2, "of attention scores", {"TXL_MEMORY_LIMIT_MB=0.001"}},
+      {"sliding_memory", with(eval, {"--method", "sliding", "--stride", "1"}), 2,
+       "evaluating at length 16", {"TXL_MEMORY_LIMIT_MB=0.001"}},
+      {"train_memory", train, 2, "GB of memory is available", {"TXL_MEMORY_LIMIT_MB=0.001"}},
+      {"memory_cap_not_a_number", eval, 2, "TXL_MEMORY_LIMIT_MB=\"abc\" is not valid",
+       {"TXL_MEMORY_LIMIT_MB=abc"}},
   };
   // clang-format on
 
@@ -129,7 +141,7 @@ TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
   for (const auto& row : rows) {
     std::map<std::string, std::map<std::string, std::string>> before;
     for (const auto& d : watched) before[d] = snapshot(d);
-    const auto r = run_txl(row.args);
+    const auto r = run_txl(row.args, row.env);
     EXPECT_EQ(r.code, row.code) << row.name << ": " << r.err;
     EXPECT_NE(r.err.find(row.word), std::string::npos)
         << row.name << ": expected \"" << row.word << "\" in: " << r.err;

@@ -177,8 +177,53 @@ TEST_P(QueryBlocks, EqualOnePassOverAllQueries) {
   EXPECT_EQ(attention_query_block(2, 4, 13, 19, /*requested=*/4, /*grad=*/true), 13);
 }
 
+// With targets, the output layer and the NLL also run in blocks of rows; the per-token NLL
+// must be that of one pass, with memory where the encoding takes it.
+TEST_P(QueryBlocks, OutputBlocksGiveTheSameNll) {
+  auto model = make_model(GetParam());
+  torch::NoGradGuard no_grad;
+  Memory mem;
+  if (encoding_traits(GetParam()).takes_memory) {
+    ForwardOptions keep;
+    keep.keep_memory = 5;
+    mem = model->forward(torch::randint(kVocab, {2, 5}, torch::kLong), {}, keep).memory;
+  }
+  auto tokens = torch::randint(kVocab, {2, 11}, torch::kLong);
+  ForwardOptions whole;
+  whole.targets = torch::randint(kVocab, {2, 11}, torch::kLong);
+  whole.query_block = -1;
+  const auto expected = model->forward(tokens, mem, whole);
+  ASSERT_FALSE(expected.logits.defined());
+  for (const int64_t block : {1, 3, 7, 22}) {
+    ForwardOptions blocked = whole;
+    blocked.query_block = block;
+    EXPECT_EQ(output_row_block(22, kVocab, blocked), std::min<int64_t>(block, 22));
+    const auto got = model->forward(tokens, mem, blocked).nll;
+    ASSERT_EQ(got.sizes(), expected.nll.sizes());
+    EXPECT_LT(max_abs_diff(got, expected.nll), 1e-5) << "block " << block;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Encodings, QueryBlocks, ::testing::ValuesIn(testing::all_encodings()),
                          testing::EncodingName());
+
+TEST(QueryBlocks, OutputBlocksOnlyWithoutGradientsOrLogits) {
+  ForwardOptions o;
+  o.targets = torch::zeros({1, 1}, torch::kLong);
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_EQ(output_row_block(100, 10000, o), 100);  // 4 MB of logits: one pass
+    // L = 65536 rows x 10k words = 2.6 GB at once; blocks of 64 MiB / 40 kB = 1677 rows.
+    EXPECT_EQ(output_row_block(65536, 10000, o), (int64_t{64} << 20) / 40000);
+    ForwardOptions logits = o;
+    logits.want_logits = true;
+    EXPECT_EQ(output_row_block(65536, 10000, logits), 65536);
+    ForwardOptions off = o;
+    off.query_block = -1;
+    EXPECT_EQ(output_row_block(65536, 10000, off), 65536);
+  }
+  EXPECT_EQ(output_row_block(65536, 10000, o), 65536);  // gradients on: one pass
+}
 
 TEST(QueryBlocks, AutomaticBlocksOnlyPastTheBudget) {
   EXPECT_EQ(attention_query_block(1, 4, 512, 512, 0, false), 512);  // 8 MiB: one pass

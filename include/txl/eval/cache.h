@@ -65,7 +65,9 @@ class CachedEvaluator {
 
   // Returns the cached result when reading is allowed and the key matches; otherwise
   // evaluates and stores the result.
-  EvalResult evaluate(const EvalRequest& request, bool* was_cached = nullptr);
+  // `progress` as for txl::evaluate (not called for a cached result).
+  EvalResult evaluate(const EvalRequest& request, bool* was_cached = nullptr,
+                      const EvalProgressFn& progress = {});
   const EvalSubject& subject() const { return subject_; }
 
  private:

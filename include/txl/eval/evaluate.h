@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,9 +77,26 @@ struct EvalResult {
   double bpc() const;  // bits per token (= per character for char runs)
 };
 
+// How far an evaluation is: windows (memory: segments of a stream) done, and the fraction of
+// the tokens to forward that have passed all layers (a long window advances layer by layer).
+struct EvalProgress {
+  int64_t windows_done = 0;
+  int64_t windows = 0;
+  double fraction = 0.0;  // 0..1
+};
+using EvalProgressFn = std::function<void(const EvalProgress&)>;
+
+// The longest window (memory: segment) a result scored: its length, or fewer tokens when the
+// split (or max_tokens) is shorter than the length, which then scores the whole split as
+// shorter windows; reports label such rows (short_window_note in report.h).
+int64_t longest_window(const EvalResult& result);
+
 // Scores `ids` (the whole split as one stream). The model is put in eval mode and restored.
+// First checks the request (check_eval_request) and that it fits in the memory available
+// (eval_memory.h): InputError before anything is allocated. `progress`, when set, is called
+// after every layer of every pass.
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
-                    const EvalRequest& request);
+                    const EvalRequest& request, const EvalProgressFn& progress = {});
 
 // Checks a request against a model: positive length, stride within 1..L, memory only for
 // encodings with memory, non-negative mem_len and streams >= 1. InputError naming the option.

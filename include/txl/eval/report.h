@@ -31,10 +31,15 @@ std::string describe_method(const EvalResult& result);
 std::string method_setting(const EvalResult& result);
 
 // Perplexity summary of one result with its interval, as JSON:
-// {"method", "length", "stride"?, "mem_len"?, "streams"?, "tokens", "windows", "nll",
+// {"method", "length", "window" (longest_window), "stride"?, "mem_len"?, "streams"?,
+//  "tokens", "windows", "nll",
 //  "nll_sum", "ppl", "ppl_lo", "ppl_hi" (null with < 2 windows), "bpc"?, "bpc_lo"?, "bpc_hi"?}
 nlohmann::json summary_to_json(const EvalResult& result, bool chars,
                                const BootstrapOptions& bootstrap);
+
+// "" when a result's windows are as long as its length; otherwise one sentence saying that
+// the split (or --max-tokens) is shorter, so the row scores windows of at most N tokens.
+std::string short_window_note(const EvalResult& result);
 
 // {"bucket_start": [...], "bucket_tokens": [...], "mean_nll": [...]}
 nlohmann::json per_position_to_json(const EvalResult& result);

@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 
 #include "txl/config/config.h"
@@ -31,6 +32,9 @@ struct PositionContext {
   double aid_scale = 1.0;                          // s >= 1 for this pass
   int64_t train_len = 0;                           // L: keys per training segment
   int64_t query_block = 0;  // evaluation: queries per attention block (0 = automatic, < 0 = off)
+  // Evaluation progress: called after each query block with the fraction (0..1] of this
+  // layer's attention work done (work grows with the keys a block sees). May be empty.
+  std::function<void(double)> attention_progress;
 };
 
 // Attention in query blocks (evaluation without gradients). A block of queries i0..i0+b-1

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
 #include "txl/model/block.h"
@@ -21,10 +23,21 @@ struct ForwardOptions {
   int64_t aid_length = 0;                          // the evaluated length s derives from
   int64_t train_len = 0;  // keys per training segment (tgt_len + mem_len of the run)
   bool want_logits = false;
-  // Evaluation without gradients: queries per attention block (position_score.h). 0 =
-  // automatic (blocks only when a layer's scores would pass kScoreBudgetBytes), < 0 = never.
+  // Evaluation without gradients: queries per attention block (position_score.h) and rows
+  // per output block (output_row_block). 0 = automatic (blocks only past kScoreBudgetBytes
+  // of scores / kLogitBudgetBytes of logits), < 0 = never.
   int64_t query_block = 0;
+  // Progress of long evaluations: called with the layers done so far, fractional inside a
+  // layer that attends in query blocks (0 < x <= n_layer). May be empty.
+  std::function<void(double)> progress;
 };
+
+// Without gradients, with targets and without want_logits, the output layer and the NLL run
+// in blocks of rows so that the [B, Q, V] logits never exist at once (a 33k-word vocabulary
+// at L = 65536 would need 8.7 GB): blocks of query_block rows when it is > 0, otherwise of
+// kLogitBudgetBytes of float32 logits; query_block < 0 or gradients: one pass.
+inline constexpr int64_t kLogitBudgetBytes = int64_t{64} << 20;
+int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions& options);
 
 struct LMOutput {
   torch::Tensor nll;     // [B, Q] float32 per-token negative log-likelihood (with targets)

@@ -16,7 +16,8 @@ double process_cpu_seconds();
 double current_rss_mb();
 
 // Bytes this process can expect to allocate: /proc/meminfo MemAvailable, or the cgroup v2
-// limit (/sys/fs/cgroup/memory.max) when that is lower; 0 when neither can be read.
+// limit (/sys/fs/cgroup/memory.max) or TXL_MEMORY_LIMIT_MB when lower; 0 when none can be
+// read. InputError for a TXL_MEMORY_LIMIT_MB that is not a positive number.
 double available_memory_bytes();
 
 }  // namespace txl

@@ -1,0 +1,109 @@
+#include "txl/eval/eval_memory.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+#include "txl/model/position_score.h"
+#include "txl/platform/resources.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+constexpr double kFp32Bytes = 4.0;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int64_t scored_targets(const EvalRequest& request, int64_t split_tokens) {
+  const int64_t targets = std::max<int64_t>(0, split_tokens - 1);
+  return request.max_tokens > 0 ? std::min(targets, request.max_tokens) : targets;
+}
+
+// Mirrors evaluate.cpp: windows of equal length grouped batch_tokens / L to a pass; memory
+// runs all streams at once, the last one (which takes the remainder) possibly longer.
+EvalPassShape largest_eval_pass(const EvalRequest& r, int64_t targets) {
+  EvalPassShape s;
+  if (targets < 1 || r.length < 1) return s;
+  if (r.method == EvalMethod::kMemory) {
+    const int64_t streams = std::max<int64_t>(1, std::min(r.streams, targets));
+    const int64_t last_len = targets - (targets / streams) * (streams - 1);
+    s.batch = streams;
+    s.queries = std::min(r.length, last_len);
+    s.keys = s.queries + std::min(r.mem_len, last_len);
+    return s;
+  }
+  const int64_t per_batch = std::max<int64_t>(1, r.batch_tokens / r.length);
+  s.queries = std::min(r.length, targets);
+  const int64_t windows = r.method == EvalMethod::kNonOverlap
+                              ? ceil_div(targets, r.length)
+                              : 1 + ceil_div(targets - s.queries, effective_stride(r));
+  s.batch = std::min(per_batch, windows);
+  s.keys = s.queries;
+  return s;
+}
+
+EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size,
+                                        const EvalRequest& request, int64_t targets) {
+  EvalMemoryEstimate e;
+  e.pass = largest_eval_pass(request, targets);
+  const double B = static_cast<double>(e.pass.batch), W = static_cast<double>(e.pass.queries),
+               K = static_cast<double>(e.pass.keys), M = K - W;
+  const double C = static_cast<double>(m.d_model), H = static_cast<double>(m.n_head),
+               D = static_cast<double>(m.d_head), F = static_cast<double>(m.d_inner),
+               N = static_cast<double>(m.n_layer), V = static_cast<double>(vocab_size);
+  const double hd = H * D;
+  // Every layer's input (kept for the memory update), then one layer at a time: queries,
+  // context and its copy, the output projection and the residual, the feed-forward's inner
+  // activation; keys and values with their input over K; the encoding's per-pass position
+  // tensors (at most [K, C] and [K, H*D], relative sinusoids and their projection).
+  e.hidden_bytes = kFp32Bytes * (B * W * C * (N + 1) + B * W * (3 * hd + F + 2 * C) +
+                                 B * K * (2 * hd + C) + K * (C + hd));
+  // Scores, probabilities and one position-term tensor of the same size, for one block of
+  // queries (all of them when the scores stay under kScoreBudgetBytes).
+  const int64_t block = attention_query_block(e.pass.batch, m.n_head, e.pass.queries,
+                                              e.pass.keys, /*requested=*/0, /*grad=*/false);
+  e.attention_bytes = kFp32Bytes * 3 * B * H * static_cast<double>(block) * K;
+  // Logits and log-probabilities of one output block (transformer.h), the NLL of all rows.
+  const double rows = B * W;
+  const double out_rows = std::min(rows, std::max(1.0, kLogitBudgetBytes / (V * kFp32Bytes)));
+  e.output_bytes = kFp32Bytes * (2 * out_rows * V + rows);
+  // Memory in and the memory returned for the next segment, every layer.
+  e.memory_bytes = kFp32Bytes * 2 * N * B * M * C;
+  return e;
+}
+
+void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r,
+                       double available_bytes) {
+  if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
+  constexpr double kGB = 1e9;
+  const std::string pass =
+      r.method == EvalMethod::kMemory
+          ? fmt::format("{} streams x {} tokens with {} of memory", e.pass.batch, e.pass.queries,
+                        e.pass.keys - e.pass.queries)
+          : fmt::format("{} window{} of {} tokens", e.pass.batch, e.pass.batch == 1 ? "" : "s",
+                        e.pass.queries);
+  const std::string hint =
+      r.method == EvalMethod::kMemory
+          ? "evaluate shorter lengths, or use fewer --streams or a shorter --mem-len"
+          : (e.pass.batch > 1 ? "evaluate shorter lengths or lower eval.batch_tokens of the run"
+                              : "evaluate shorter lengths");
+  throw InputError(fmt::format(
+      "evaluating at length {} ({}) needs about {:.1f} GB of memory ({:.1f} GB of hidden "
+      "states, {:.1f} GB of attention scores, {:.1f} GB of logits, {:.1f} GB of memory) but "
+      "only {:.1f} GB is available; {}",
+      r.length, pass, e.total_bytes() / kGB, e.hidden_bytes / kGB, e.attention_bytes / kGB,
+      e.output_bytes / kGB, e.memory_bytes / kGB, available_bytes / kGB, hint));
+}
+
+void check_eval_fits(const TransformerLM& model, const EvalRequest& request,
+                     int64_t split_tokens) {
+  const auto estimate = estimate_eval_memory(model->config(), model->vocab_size(), request,
+                                             scored_targets(request, split_tokens));
+  check_eval_memory(estimate, request, available_memory_bytes());
+}
+
+}  // namespace txl

@@ -1,0 +1,232 @@
+// Long evaluation windows (issue 14): what a request will need in memory is estimated from
+// shapes and refused when it cannot fit; the estimate grows linearly in the length once
+// attention and the output layer run in blocks; long evaluations report progress; a length
+// longer than the split is labelled, never silently shortened. (The blocked passes equal
+// one pass to 1e-5 for every encoding: model_properties_test.cpp, QueryBlocks.)
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "txl/eval/eval_memory.h"
+#include "txl/eval/evaluate.h"
+#include "txl/eval/progress.h"
+#include "txl/eval/report.h"
+#include "txl/model/position_score.h"
+#include "txl/util/error.h"
+
+namespace txl {
+namespace {
+
+constexpr int64_t kVocab = 13;
+constexpr int64_t kTokens = 50;  // 49 targets
+
+std::vector<int32_t> random_ids(int64_t n) {
+  torch::manual_seed(3);
+  auto t = torch::randint(kVocab, {n}, torch::kInt);
+  return std::vector<int32_t>(t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + n);
+}
+
+TransformerLM make_model() {
+  torch::manual_seed(7);
+  TransformerLM model(testing::tiny_model(PosEncoding::kRelative), kVocab);
+  model->eval();
+  return model;
+}
+
+EvalRequest request(EvalMethod method, int64_t length) {
+  EvalRequest r;
+  r.method = method;
+  r.length = length;
+  r.batch_tokens = 32;  // two windows of 16 per pass
+  r.stride = 4;
+  r.mem_len = 5;
+  r.streams = 3;
+  return r;
+}
+
+// The demo model (configs/kjv-char-relative.json) on an 80-character vocabulary.
+ModelConfig demo_model() {
+  ModelConfig c = testing::tiny_model(PosEncoding::kRelative);
+  c.n_layer = 3;
+  c.d_model = 128;
+  c.n_head = 4;
+  c.d_head = 32;
+  c.d_inner = 512;
+  return c;
+}
+
+TEST(EvalMemory, LargestPassFollowsTheMethodsWindows) {
+  // nonoverlap: 49 targets in 4 windows of 16, two per pass.
+  auto p = largest_eval_pass(request(EvalMethod::kNonOverlap, 16), 49);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.queries, 16);
+  EXPECT_EQ(p.keys, 16);
+  // A length past the split: one window of the whole split.
+  p = largest_eval_pass(request(EvalMethod::kNonOverlap, 100), 49);
+  EXPECT_EQ(p.batch, 1);
+  EXPECT_EQ(p.queries, 49);
+  // sliding, stride 4: 1 + ceil(33 / 4) = 10 windows, two per pass.
+  p = largest_eval_pass(request(EvalMethod::kSliding, 16), 49);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.queries, 16);
+  // memory: 3 streams of 16, 16 and 17 targets; segments of 8 with 5 of memory.
+  p = largest_eval_pass(request(EvalMethod::kMemory, 8), 49);
+  EXPECT_EQ(p.batch, 3);
+  EXPECT_EQ(p.queries, 8);
+  EXPECT_EQ(p.keys, 13);
+  p = largest_eval_pass(request(EvalMethod::kMemory, 40), 49);
+  EXPECT_EQ(p.queries, 17);  // the last stream's 17 targets
+  EXPECT_EQ(p.keys, 22);
+}
+
+TEST(EvalMemory, TheLargestPassIsTheLongestWindowEvaluationScores) {
+  const auto ids = random_ids(kTokens);
+  auto model = make_model();
+  for (auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding}) {
+    for (const int64_t len : {4, 16, 49, 100}) {
+      const auto r = request(method, len);
+      EXPECT_EQ(longest_window(evaluate(model, ids, r)),
+                largest_eval_pass(r, scored_targets(r, kTokens)).queries)
+          << to_string(method) << " L=" << len;
+    }
+  }
+  for (const int64_t len : {4, 16, 100}) {
+    const auto r = request(EvalMethod::kMemory, len);
+    EXPECT_LE(longest_window(evaluate(model, ids, r)),
+              largest_eval_pass(r, scored_targets(r, kTokens)).queries)
+        << "memory L=" << len;
+  }
+  EXPECT_EQ(scored_targets(request(EvalMethod::kMemory, 4), kTokens), 49);
+  auto capped = request(EvalMethod::kNonOverlap, 4);
+  capped.max_tokens = 20;
+  EXPECT_EQ(scored_targets(capped, kTokens), 20);
+}
+
+TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
+  const ModelConfig m = demo_model();
+  auto at = [&](int64_t length, int64_t vocab) {
+    auto r = request(EvalMethod::kNonOverlap, length);
+    r.batch_tokens = 8192;
+    return estimate_eval_memory(m, vocab, r, int64_t{1} << 20);
+  };
+  // Past the score budget (one layer's scores of 4 x 16384 x 16384 floats are 4 GiB), the
+  // estimate is linear in the length: doubling the length again adds twice as much (a
+  // quadratic term would add four times as much); the attention block stays near the budget.
+  for (const int64_t length : {16384, 32768, 65536}) {
+    const double e1 = at(length, 80).total_bytes(), e2 = at(2 * length, 80).total_bytes(),
+                 e4 = at(4 * length, 80).total_bytes();
+    // (Slightly under 2 where the logits reach their block size and stop growing.)
+    EXPECT_GT((e4 - e2) / (e2 - e1), 1.8) << length;
+    EXPECT_LT((e4 - e2) / (e2 - e1), 2.01) << length;
+    EXPECT_LE(at(length, 80).attention_bytes, 1.5 * static_cast<double>(kScoreBudgetBytes))
+        << length;
+  }
+  // Before it, attention is quadratic: 512 -> 1024 on one window per pass is ~4x.
+  auto r512 = request(EvalMethod::kNonOverlap, 512), r1024 = request(EvalMethod::kNonOverlap, 1024);
+  const auto small = estimate_eval_memory(m, 80, r512, 512).attention_bytes;
+  const auto large = estimate_eval_memory(m, 80, r1024, 1024).attention_bytes;
+  EXPECT_DOUBLE_EQ(large, 4 * small);
+  // A 33k-word vocabulary at 65536: logits in blocks, not 65536 x 33278 floats (8.7 GB).
+  EXPECT_LT(at(65536, 33278).output_bytes, 3.0 * static_cast<double>(kLogitBudgetBytes));
+  // Memory adds its keys: [B, M, C] per layer in and out.
+  auto mem = request(EvalMethod::kMemory, 64);
+  mem.mem_len = 64;
+  mem.streams = 1;
+  EXPECT_DOUBLE_EQ(estimate_eval_memory(m, 80, mem, 10000).memory_bytes, 4.0 * 2 * 3 * 64 * 128);
+}
+
+TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
+  const ModelConfig m = demo_model();
+  auto r = request(EvalMethod::kNonOverlap, 65536);
+  const auto e = estimate_eval_memory(m, 80, r, 1000000);
+  EXPECT_NO_THROW(check_eval_memory(e, r, 0));  // unknown: nothing checked
+  EXPECT_NO_THROW(check_eval_memory(e, r, e.total_bytes()));
+  try {
+    check_eval_memory(e, r, 0.5 * e.total_bytes());
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("length 65536 (1 window of 65536 tokens)"), std::string::npos) << what;
+    EXPECT_NE(what.find("GB of memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("evaluate shorter lengths"), std::string::npos) << what;
+  }
+  auto mem = request(EvalMethod::kMemory, 4096);
+  mem.mem_len = 4096;
+  try {
+    check_eval_memory(estimate_eval_memory(m, 80, mem, 1000000), mem, 1.0);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("fewer --streams"), std::string::npos) << error.what();
+  }
+}
+
+TEST(EvalProgress, EveryMethodReportsUpToAllItsWindows) {
+  const auto ids = random_ids(kTokens);
+  auto model = make_model();
+  for (auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding, EvalMethod::kMemory}) {
+    std::vector<EvalProgress> seen;
+    const auto result =
+        evaluate(model, ids, request(method, 8), [&](const EvalProgress& p) { seen.push_back(p); });
+    ASSERT_FALSE(seen.empty()) << to_string(method);
+    for (size_t i = 1; i < seen.size(); ++i) {
+      EXPECT_GE(seen[i].fraction, seen[i - 1].fraction) << to_string(method) << " " << i;
+      EXPECT_GE(seen[i].windows_done, seen[i - 1].windows_done) << to_string(method);
+    }
+    const auto windows = static_cast<int64_t>(result.window_nll.size());
+    EXPECT_EQ(seen.back().windows, windows) << to_string(method);
+    EXPECT_EQ(seen.back().windows_done, windows) << to_string(method);
+    EXPECT_DOUBLE_EQ(seen.back().fraction, 1.0) << to_string(method);
+    EXPECT_GT(seen.front().fraction, 0.0) << to_string(method);
+  }
+}
+
+TEST(EvalProgress, ALayerThatAttendsInBlocksReportsEachBlock) {
+  auto model = make_model();
+  torch::NoGradGuard no_grad;
+  std::vector<double> seen;
+  ForwardOptions o;
+  o.query_block = 3;
+  o.progress = [&](double layers) { seen.push_back(layers); };
+  model->forward(torch::randint(kVocab, {1, 12}, torch::kLong), {}, o);
+  // 2 layers x (4 blocks + the layer's end).
+  ASSERT_EQ(seen.size(), 10u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]) << i;
+  EXPECT_DOUBLE_EQ(seen[3], 1.0);  // the last block of layer 0
+  EXPECT_DOUBLE_EQ(seen.back(), 2.0);
+  EXPECT_DOUBLE_EQ(seen[0], 9.0 / 144.0);  // keys 0..2 of 12: 3^2 / 12^2 of the work
+}
+
+TEST(EvalProgress, LinesNameTheFractionWindowsAndTimeLeft) {
+  EvalProgress one{0, 1, 0.25};
+  EXPECT_EQ(format_eval_progress("length 65536", one, 60.0),
+            "  length 65536: 25% of 1 window, 01:00 elapsed, about 03:00 left");
+  EvalProgress many{3, 10, 0.3};
+  EXPECT_EQ(format_eval_progress("L=512", many, 30.0),
+            "  L=512: 30% of 10 windows (3 done), 00:30 elapsed, about 01:10 left");
+  EvalProgress done{10, 10, 1.0};
+  EXPECT_EQ(format_eval_progress("L=512", done, 100.0),
+            "  L=512: 100% of 10 windows (10 done), 01:40 elapsed");
+}
+
+TEST(ShortSplit, ALengthPastTheSplitIsLabelledInTableAndJson) {
+  const auto ids = random_ids(kTokens);
+  auto model = make_model();
+  const auto past = evaluate(model, ids, request(EvalMethod::kNonOverlap, 100));
+  EXPECT_EQ(past.length, 100);
+  EXPECT_EQ(longest_window(past), 49);
+  const std::string note = short_window_note(past);
+  EXPECT_NE(note.find("1 window of at most 49 tokens, not 100"), std::string::npos) << note;
+  EXPECT_EQ(summary_to_json(past, false, {})["window"], 49);
+
+  const auto fits = evaluate(model, ids, request(EvalMethod::kNonOverlap, 16));
+  EXPECT_EQ(short_window_note(fits), "");
+  EXPECT_EQ(summary_to_json(fits, false, {})["window"], 16);
+
+  EvalReport report;
+  report.results = {fits, past};
+  const std::string table = format_report_table(report);
+  EXPECT_NE(table.find("! length 100: only 49 tokens were scored"), std::string::npos) << table;
+  EXPECT_EQ(table.find("! length 16"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace txl
