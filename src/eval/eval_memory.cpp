@@ -64,8 +64,8 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
                                  B * K * (2 * hd + C) + K * (C + hd));
   // Scores, probabilities and one position-term tensor of the same size, for one block of
   // queries (all of them when the scores stay under kScoreBudgetBytes).
-  const int64_t block = attention_query_block(e.pass.batch, m.n_head, e.pass.queries,
-                                              e.pass.keys, /*requested=*/0, /*grad=*/false);
+  const int64_t block = attention_query_block(e.pass.batch, m.n_head, e.pass.queries, e.pass.keys,
+                                              /*requested=*/0, /*grad=*/false);
   e.attention_bytes = kFp32Bytes * 3 * B * H * static_cast<double>(block) * K;
   // Logits and log-probabilities of one output block (transformer.h), the NLL of all rows.
   const double rows = B * W;
@@ -76,8 +76,7 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
   return e;
 }
 
-void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r,
-                       double available_bytes) {
+void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
   constexpr double kGB = 1e9;
   const std::string pass =
@@ -99,8 +98,7 @@ void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r,
       e.output_bytes / kGB, e.memory_bytes / kGB, available_bytes / kGB, hint));
 }
 
-void check_eval_fits(const TransformerLM& model, const EvalRequest& request,
-                     int64_t split_tokens) {
+void check_eval_fits(const TransformerLM& model, const EvalRequest& request, int64_t split_tokens) {
   const auto estimate = estimate_eval_memory(model->config(), model->vocab_size(), request,
                                              scored_targets(request, split_tokens));
   check_eval_memory(estimate, request, available_memory_bytes());

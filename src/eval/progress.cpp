@@ -9,8 +9,7 @@
 
 namespace txl {
 
-std::string format_eval_progress(const std::string& label, const EvalProgress& p,
-                                 double elapsed) {
+std::string format_eval_progress(const std::string& label, const EvalProgress& p, double elapsed) {
   std::string line = fmt::format("  {}: {:.0f}% of {} window{}", label, 100.0 * p.fraction,
                                  p.windows, p.windows == 1 ? "" : "s");
   if (p.windows > 1) line += fmt::format(" ({} done)", p.windows_done);

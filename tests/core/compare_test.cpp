@@ -3,16 +3,22 @@
 //    difference over the same windows, a valid PNG and an SVG;
 //  - results are cached in RUN/eval-cache and reused; evaluation never modifies the
 //    checkpoint, config or vocabulary;
-//  - bad input is exit code 2 with a message naming the problem, and writes nothing;
+//  - bad input is refused (InputError, in process, before any evaluation; exit code 2 through
+//    the executable) with a message naming the problem, and writes nothing;
 //  - a missing gnuplot is exit code 1 with the install hint, after the JSON is written.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "txl/cli/eval_options.h"
 #include "txl/eval/cache.h"
+#include "txl/eval/compare_runs.h"
 #include "txl/eval/plot.h"
+#include "txl/eval/run_eval.h"
 #include "txl/run/checkpoint.h"
+#include "txl/util/error.h"
 #include "txl_cli.h"
 
 namespace txl {
@@ -177,7 +183,35 @@ void write_foreign_version_checkpoint(const std::string& from, const std::string
   cli_test::write_text(to, bytes);
 }
 
-TEST(CompareCli, BadInputIsExitCode2AndWritesNothing) {
+// What `txl compare RUNS...` and `txl eval --run RUN` check before they evaluate or write
+// anything, called in this process: the option checks, then the library workflow.
+void compare_in_process(const std::vector<std::string>& runs, const EvalCliOptions& o) {
+  const auto checked = check_eval_options(o);
+  CompareOptions c;
+  c.runs = runs;
+  c.settings = checked.settings;
+  c.lengths = checked.lengths;
+  c.split = o.split;
+  c.checkpoint = o.checkpoint;
+  compare_runs(c);
+}
+void eval_in_process(const std::string& run, const EvalCliOptions& o) {
+  const auto checked = check_eval_options(o);
+  RunEvalOptions e;
+  e.run_dir = run;
+  e.settings = checked.settings;
+  e.lengths = checked.lengths;
+  e.split = o.split;
+  evaluate_run(e);
+}
+EvalCliOptions with_lengths(const std::string& lengths, const std::string& method = "nonoverlap") {
+  EvalCliOptions o;
+  o.lengths = lengths;
+  o.method = method;
+  return o;
+}
+
+TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvaluation) {
   const auto t = train_two_runs("compare_bad");
   // A word-level run on the same corpus: another vocabulary.
   const auto word = t.dir + "/word";
@@ -192,55 +226,130 @@ TEST(CompareCli, BadInputIsExitCode2AndWritesNothing) {
   }
   write_foreign_version_checkpoint(t.rel + "/checkpoint.pt", old + "/checkpoint.pt");
 
-  const auto json = t.dir + "/out.json", png = t.dir + "/out.png";
+  EvalCliOptions stride9 = with_lengths("8", "sliding");
+  stride9.stride = 9;
+  EvalCliOptions windowed;
+  windowed.method = "windowed";
+  EvalCliOptions train_split;
+  train_split.split = "train";
+  EvalCliOptions stride17 = with_lengths("16", "sliding");
+  stride17.stride = 17;
   struct Case {
-    std::vector<std::string> args;
+    std::string shown;
+    std::function<void()> call;
     std::string message;
   };
+  const EvalCliOptions none;
   const std::vector<Case> cases = {
-      {{"compare", t.rel, word}, "different vocabularies"},
-      {{"compare", t.rel, t.dir + "/missing"}, "does not exist"},
-      {{"compare", t.rel, no_vocab}, "vocab.json is missing"},
-      {{"compare", t.rel, no_ckpt}, "no checkpoint"},
-      {{"compare", t.rel, old}, "version"},
-      {{"compare", t.rel, t.abs, "--lengths", "0"}, "not a positive integer"},
-      {{"compare", t.rel, t.abs, "--lengths", "8,abc"}, "not a positive integer"},
-      {{"compare", t.rel, t.abs, "--lengths", "-8"}, "not a positive integer"},
-      {{"compare", t.rel, t.abs, "--lengths", "1.5"}, "not a positive integer"},
-      {{"compare", t.rel, t.abs, "--lengths", "8,,16"}, "not a positive integer"},
-      {{"compare", t.rel, t.abs, "--method", "sliding", "--lengths", "8", "--stride", "9"},
+      {"compare rel word",
+       [&] {
+         compare_in_process({t.rel, word}, none);
+       },
+       "different vocabularies"},
+      {"compare rel missing",
+       [&] {
+         compare_in_process({t.rel, t.dir + "/missing"}, none);
+       },
+       "does not exist"},
+      {"compare rel no_vocab",
+       [&] {
+         compare_in_process({t.rel, no_vocab}, none);
+       },
+       "vocab.json is missing"},
+      {"compare rel no_ckpt",
+       [&] {
+         compare_in_process({t.rel, no_ckpt}, none);
+       },
+       "no checkpoint"},
+      {"compare rel old",
+       [&] {
+         compare_in_process({t.rel, old}, none);
+       },
+       "version"},
+      {"--lengths 0",
+       [&] {
+         compare_in_process({t.rel, t.abs}, with_lengths("0"));
+       },
+       "not a positive integer"},
+      {"--lengths 8,abc",
+       [&] {
+         compare_in_process({t.rel, t.abs}, with_lengths("8,abc"));
+       },
+       "not a positive integer"},
+      {"--lengths -8",
+       [&] {
+         compare_in_process({t.rel, t.abs}, with_lengths("-8"));
+       },
+       "not a positive integer"},
+      {"--lengths 1.5",
+       [&] {
+         compare_in_process({t.rel, t.abs}, with_lengths("1.5"));
+       },
+       "not a positive integer"},
+      {"--lengths 8,,16",
+       [&] {
+         compare_in_process({t.rel, t.abs}, with_lengths("8,,16"));
+       },
+       "not a positive integer"},
+      {"--stride 9 at 8",
+       [&] {
+         compare_in_process({t.rel, t.abs}, stride9);
+       },
        "--stride"},
-      {{"compare", t.rel, t.abs, "--method", "windowed"}, "--method"},
-      {{"compare", t.rel, t.abs, "--split", "train"}, "--split"},
-      {{"eval", "--run", t.rel, "--method", "sliding", "--lengths", "16", "--stride", "17"},
-       "--stride"},
-      {{"eval", "--run", t.rel, "--lengths", "16,x"}, "not a positive integer"},
-      {{"eval", "--run", old}, "version"},
-      {{"eval", "--run", t.dir + "/missing"}, "does not exist"},
+      {"--method windowed",
+       [&] {
+         compare_in_process({t.rel, t.abs}, windowed);
+       },
+       "--method"},
+      {"--split train",
+       [&] {
+         compare_in_process({t.rel, t.abs}, train_split);
+       },
+       "--split"},
+      {"eval --stride 17 at 16", [&] { eval_in_process(t.rel, stride17); }, "--stride"},
+      {"eval --lengths 16,x", [&] { eval_in_process(t.rel, with_lengths("16,x")); },
+       "not a positive integer"},
+      {"eval old", [&] { eval_in_process(old, none); }, "version"},
+      {"eval missing", [&] { eval_in_process(t.dir + "/missing", none); }, "does not exist"},
   };
   for (const auto& c : cases) {
-    auto args = c.args;
-    args.insert(args.end(), {"--json", json});
-    if (args[0] == "compare") args.insert(args.end(), {"--plot", png});
-    const auto r = run_txl(args);
-    std::string shown;
-    for (const auto& a : c.args) shown += a + " ";
-    EXPECT_EQ(r.code, 2) << shown << "\n" << r.err;
-    EXPECT_NE(r.err.find(c.message), std::string::npos) << shown << "\nstderr: " << r.err;
-    EXPECT_FALSE(fs::exists(json)) << shown;
-    EXPECT_FALSE(fs::exists(png)) << shown;
+    try {
+      c.call();
+      ADD_FAILURE() << c.shown << ": expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos)
+          << c.shown << ": " << e.what();
+    }
   }
   // The different-vocabulary error names both runs.
-  const auto v = run_txl({"compare", t.rel, word});
-  EXPECT_NE(v.err.find(t.rel), std::string::npos) << v.err;
-  EXPECT_NE(v.err.find(word), std::string::npos) << v.err;
-  // A plot that is not a .png is refused up front.
-  const auto p = run_txl({"compare", t.rel, t.abs, "--plot", t.dir + "/plot.jpg"});
-  EXPECT_EQ(p.code, 2);
-  EXPECT_NE(p.err.find(".png"), std::string::npos) << p.err;
+  try {
+    compare_in_process({t.rel, word}, none);
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(t.rel), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+  }
   // None of the refused requests evaluated anything.
   EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
   EXPECT_FALSE(fs::exists(t.abs + "/eval-cache"));
+
+  // Through the executable: a refusal from each place (a run, an option, the plot path) is
+  // exit code 2 and writes neither --json nor --plot.
+  const auto json = t.dir + "/out.json", png = t.dir + "/out.png";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> process_cases = {
+      {{"compare", t.rel, word, "--json", json, "--plot", png}, "different vocabularies"},
+      {{"compare", t.rel, t.abs, "--lengths", "8,abc", "--json", json, "--plot", png},
+       "not a positive integer"},
+      {{"compare", t.rel, t.abs, "--plot", t.dir + "/plot.jpg", "--json", json}, ".png"},
+      {{"eval", "--run", old, "--json", json}, "version"},
+  };
+  for (const auto& [args, message] : process_cases) {
+    const auto r = run_txl(args);
+    EXPECT_EQ(r.code, 2) << args[2] << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(json)) << r.err;
+    EXPECT_FALSE(fs::exists(png)) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
   cli_test::cleanup_scratch();
 }
 

@@ -28,7 +28,9 @@ struct EvalMemoryEstimate {
   double attention_bytes = 0;  // one block of scores and probabilities (position_score.h)
   double output_bytes = 0;     // one block of logits and log-probabilities, the NLL
   double memory_bytes = 0;     // memory carried in and out (method memory)
-  double total_bytes() const { return hidden_bytes + attention_bytes + output_bytes + memory_bytes; }
+  double total_bytes() const {
+    return hidden_bytes + attention_bytes + output_bytes + memory_bytes;
+  }
 };
 
 EvalMemoryEstimate estimate_eval_memory(const ModelConfig& model, int64_t vocab_size,
@@ -43,7 +45,6 @@ void check_eval_memory(const EvalMemoryEstimate& estimate, const EvalRequest& re
 int64_t scored_targets(const EvalRequest& request, int64_t split_tokens);
 
 // Both of the above against this machine's available memory (platform/resources.h).
-void check_eval_fits(const TransformerLM& model, const EvalRequest& request,
-                     int64_t split_tokens);
+void check_eval_fits(const TransformerLM& model, const EvalRequest& request, int64_t split_tokens);
 
 }  // namespace txl

@@ -1,0 +1,50 @@
+// The `txl compare` workflow as a library call: load the runs, check that they can be
+// compared (same vocabulary, same text to score, the method and lengths apply), evaluate
+// each through its cache, and return the Comparison (compare.h) that the command prints,
+// writes as JSON and plots. Every check comes before any evaluation: a refusal is an
+// InputError and writes nothing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "txl/data/tokenizer.h"
+#include "txl/eval/compare.h"
+#include "txl/eval/plot.h"
+#include "txl/eval/request.h"
+
+namespace txl {
+
+// One run argument: DIR, DIR@aid or DIR@aid:factor (that run evaluated with that aid, so
+// one run can stand in several columns). A folder whose name holds '@' stays a folder when
+// it exists or when the text after '@' is no aid.
+struct RunSpec {
+  std::string dir;
+  std::string suffix;  // "@aid..." as given, appended to the column's name ("" without one)
+  EvalSettings settings;
+};
+RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base);
+
+struct CompareOptions {
+  std::vector<std::string> runs;  // parse_run_spec arguments, at least one
+  EvalSettings settings;          // for every run (an @aid replaces the aid)
+  std::vector<int64_t> lengths;   // empty: the first run's eval.lengths
+  std::string split;              // empty: the first run's eval.split
+  std::string checkpoint = "best";
+  bool read_cache = true;
+  bool per_position = false;
+};
+
+struct CompareOutcome {
+  Comparison comparison;
+  EncodeStats stats;  // the first run's split: tokens scored as <unk>
+};
+
+// Prints one line per evaluated length on stderr (and progress for long ones).
+CompareOutcome compare_runs(const CompareOptions& options);
+
+// Perplexity against length, one series per run with its interval band, the training
+// lengths marked.
+PlotSpec comparison_plot(const Comparison& c);
+
+}  // namespace txl

@@ -1,0 +1,216 @@
+#include "txl/eval/compare_runs.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "txl/config/encodings.h"
+#include "txl/data/corpus.h"
+#include "txl/eval/cache.h"
+#include "txl/eval/progress.h"
+#include "txl/run/run_dir.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string vocab_summary(const LoadedRun& run) {
+  return fmt::format("{} tokenizer, {} tokens, checksum {:016x}", to_string(run.vocab.kind()),
+                     run.vocab.size(), run.vocab.checksum());
+}
+
+// The runs of a comparison, loaded and checked against the first one.
+struct ComparedRuns {
+  std::vector<RunSpec> specs;
+  std::vector<LoadedRun> runs;
+  std::string split;
+  std::vector<int64_t> lengths;
+  std::vector<bool> supported;                 // per run: the method applies
+  std::vector<std::vector<std::string>> skipped;  // per run and length: why not ("" = evaluated)
+};
+
+// 1. The runs: complete and with the same vocabulary.
+ComparedRuns load_compared_runs(const CompareOptions& o) {
+  if (o.runs.empty()) throw InputError("txl compare needs at least one run directory");
+  ComparedRuns c;
+  for (const auto& arg : o.runs) c.specs.push_back(parse_run_spec(arg, o.settings));
+  for (const auto& spec : c.specs) c.runs.push_back(load_run(spec.dir, o.checkpoint));
+  for (size_t i = 1; i < c.runs.size(); ++i) {
+    if (c.runs[i].vocab.checksum() != c.runs[0].vocab.checksum()) {
+      throw InputError("runs " + c.specs[0].dir + " and " + c.specs[i].dir +
+                       " have different vocabularies (" + vocab_summary(c.runs[0]) + " vs " +
+                       vocab_summary(c.runs[i]) +
+                       "); compare needs runs trained with the same tokenizer on the same corpus");
+    }
+  }
+  c.split = o.split.empty() ? c.runs[0].config.eval.split : o.split;
+  c.lengths = o.lengths.empty() ? c.runs[0].config.eval.lengths : o.lengths;
+  return c;
+}
+
+EvalRequest request_for(const ComparedRuns& c, size_t r, int64_t length) {
+  return make_eval_request(c.specs[r].settings, length, c.runs[r].config.eval.batch_tokens,
+                           training_length(c.runs[r].config));
+}
+
+// 2. Which run takes the method, and which lengths each run cannot be evaluated at (past a
+// learned table: n/a with the reason); every other request is checked now.
+void plan_requests(ComparedRuns& c) {
+  c.supported.assign(c.runs.size(), false);
+  c.skipped.assign(c.runs.size(), {});
+  for (size_t r = 0; r < c.runs.size(); ++r) {
+    c.supported[r] =
+        c.specs[r].settings.method != EvalMethod::kMemory || c.runs[r].model->has_memory();
+    if (!c.supported[r]) continue;
+    for (const int64_t length : c.lengths) {
+      const auto request = request_for(c, r, length);
+      c.skipped[r].push_back(length_unavailable(c.runs[r].config.model, request));
+      if (c.skipped[r].back().empty()) check_eval_request(c.runs[r].model, request);
+    }
+  }
+  if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; })) {
+    throw InputError(
+        "--method memory needs an encoding with memory; none of the runs has one (use nonoverlap "
+        "or sliding)");
+  }
+}
+
+// 3. The split of every run's corpus (runs on one corpus share it): the same token ids for
+// all, or the runs would score different text.
+std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c,
+                                                        EncodeStats& stats) {
+  std::map<std::string, std::vector<int32_t>> splits;
+  uint64_t checksum0 = 0;
+  for (size_t r = 0; r < c.runs.size(); ++r) {
+    const auto& dir = c.runs[r].config.data.dir;
+    if (!splits.count(dir))
+      splits[dir] = load_split(dir, c.split, c.runs[r].vocab, r == 0 ? &stats : nullptr);
+    const uint64_t sum = checksum_ids(splits[dir]);
+    if (r == 0) checksum0 = sum;
+    if (sum != checksum0) {
+      throw InputError("runs " + c.specs[0].dir + " and " + c.specs[r].dir +
+                       " would score different text: the " + c.split + " split of " +
+                       c.runs[0].config.data.dir + " differs from that of " + dir);
+    }
+  }
+  return splits;
+}
+
+// 4. One run's column: every length through the run's cache (n/a where skipped).
+CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>& ids,
+                           const CompareOptions& o) {
+  auto& run = c.runs[r];
+  CompareRun cr;
+  cr.dir = c.specs[r].dir;
+  cr.name = run_name(cr.dir) + c.specs[r].suffix;
+  cr.encoding = to_string(run.config.model.pos_encoding);
+  cr.train_length = run.config.train.tgt_len;
+  cr.checkpoint_step = run.state.step;
+  cr.supported = c.supported[r];
+  cr.skipped = c.skipped[r];
+  CachedEvaluator evaluator(run, o.checkpoint, c.split, ids, o.read_cache);
+  cr.checkpoint = evaluator.subject().checkpoint;
+  if (!cr.supported) return cr;
+  for (size_t i = 0; i < c.lengths.size(); ++i) {
+    const int64_t length = c.lengths[i];
+    if (!cr.skipped[i].empty()) {
+      EvalResult none;
+      none.length = length;
+      cr.results.push_back(none);
+      cr.cached.push_back(false);
+      continue;
+    }
+    bool cached = false;
+    EvalProgressPrinter progress(fmt::format("{} length {}", cr.name, length));
+    cr.results.push_back(evaluator.evaluate(request_for(c, r, length), &cached,
+                                            progress.callback()));
+    cr.cached.push_back(cached);
+    fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
+               cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");
+  }
+  return cr;
+}
+
+}  // namespace
+
+RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base) {
+  RunSpec spec{arg, "", base};
+  const size_t at = arg.rfind('@');
+  // A folder may contain '@': only a known aid after it makes it a spec.
+  if (at == std::string::npos || at == 0 || fs::exists(arg)) return spec;
+  const std::string tail = arg.substr(at + 1);
+  const size_t colon = tail.find(':');
+  const std::string name = tail.substr(0, colon);
+  const auto names = extrapolation_aid_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return spec;
+  spec.dir = arg.substr(0, at);
+  spec.suffix = "@" + tail;
+  spec.settings.aid = parse_extrapolation_aid(name, arg);
+  if (colon != std::string::npos) {
+    const std::string factor = tail.substr(colon + 1);
+    const auto value = parse_aid_factor(factor);
+    if (!value) {
+      throw InputError(arg + ": the aid factor \"" + factor +
+                       "\" is not valid; expected a number >= 1, e.g. " + spec.dir + "@" + name +
+                       ":4");
+    }
+    spec.settings.aid_factor = *value;
+  }
+  return spec;
+}
+
+CompareOutcome compare_runs(const CompareOptions& o) {
+  ComparedRuns runs = load_compared_runs(o);
+  plan_requests(runs);
+  CompareOutcome out;
+  const auto splits = load_splits(runs, out.stats);
+
+  Comparison& c = out.comparison;
+  c.data_dir = runs.runs[0].config.data.dir;
+  c.corpus = run_name(c.data_dir);
+  c.split = runs.split;
+  c.tokenizer = to_string(runs.runs[0].config.data.tokenizer);
+  c.method = to_string(o.settings.method);
+  c.lengths = runs.lengths;
+  c.per_position = o.per_position;
+  for (size_t r = 0; r < runs.runs.size(); ++r) {
+    c.runs.push_back(evaluate_column(runs, r, splits.at(runs.runs[r].config.data.dir), o));
+  }
+  return out;
+}
+
+PlotSpec comparison_plot(const Comparison& c) {
+  PlotSpec spec;
+  spec.title = fmt::format("{}: perplexity vs evaluated length (method {}, {} split)", c.corpus,
+                           c.method, c.split);
+  spec.xlabel = "evaluated length L (tokens, log2 scale)";
+  spec.ylabel = "perplexity";
+  spec.mark_label = "trained at {}";
+  for (const auto& run : c.runs) {
+    if (!run.supported) continue;
+    PlotSeries s;
+    s.label = fmt::format("{} ({})", run.name, run.encoding);
+    for (size_t i = 0; i < run.results.size(); ++i) {
+      if (!run.evaluated(i)) continue;  // past a learned table
+      const auto& e = run.results[i];
+      const auto ci = mean_nll_interval(e, c.bootstrap);
+      s.x.push_back(e.length);
+      s.y.push_back(e.ppl());
+      s.lo.push_back(ci.valid ? std::exp(ci.lo) : e.ppl());
+      s.hi.push_back(ci.valid ? std::exp(ci.hi) : e.ppl());
+    }
+    spec.series.push_back(s);
+    if (std::find(spec.marks.begin(), spec.marks.end(), run.train_length) == spec.marks.end()) {
+      spec.marks.push_back(run.train_length);
+    }
+  }
+  return spec;
+}
+
+}  // namespace txl
