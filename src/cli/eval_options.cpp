@@ -72,12 +72,8 @@ CheckedEvalOptions check_eval_options(const EvalCliOptions& o) {
   c.settings.clamp_len = o.clamp_len.value_or(-1);
   c.settings.streams = o.streams;
   c.settings.max_tokens = o.max_tokens;
-  if (o.checkpoint != "best" && o.checkpoint != "last") {
-    throw InputError("--checkpoint \"" + o.checkpoint + "\" is not valid; expected best or last");
-  }
-  if (!o.split.empty() && o.split != "valid" && o.split != "test") {
-    throw InputError("--split \"" + o.split + "\" is not valid; expected valid or test");
-  }
+  parse_checkpoint_choice(o.checkpoint, "--checkpoint");
+  if (!o.split.empty()) parse_eval_split(o.split, "--split");
   if (o.max_tokens < 0)
     throw InputError("--max-tokens must be >= 0, got " + std::to_string(o.max_tokens));
   check_output_path(o.json_path, "--json");

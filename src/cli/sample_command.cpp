@@ -84,9 +84,7 @@ int64_t start_token(const Vocab& vocab) {
 }
 
 int run_sample(const SampleCommandOptions& o) {
-  if (o.checkpoint != "best" && o.checkpoint != "last") {
-    throw InputError("--checkpoint \"" + o.checkpoint + "\" is not valid; expected best or last");
-  }
+  parse_checkpoint_choice(o.checkpoint, "--checkpoint");
   if (o.tokens < 1)
     throw InputError("--tokens must be a positive integer, got " + std::to_string(o.tokens));
   if (!(o.temperature > 0.0) || !std::isfinite(o.temperature)) {

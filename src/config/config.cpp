@@ -59,6 +59,18 @@ const EnumNames<Precision>& names_of(Precision) {
   return names;
 }
 
+const EnumNames<EvalSplit>& names_of(EvalSplit) {
+  static const EnumNames<EvalSplit> names = {{EvalSplit::kValid, "valid"},
+                                             {EvalSplit::kTest, "test"}};
+  return names;
+}
+
+const EnumNames<CheckpointChoice>& names_of(CheckpointChoice) {
+  static const EnumNames<CheckpointChoice> names = {{CheckpointChoice::kBest, "best"},
+                                                    {CheckpointChoice::kLast, "last"}};
+  return names;
+}
+
 template <typename E>
 std::vector<std::string> valid_names(E any) {
   std::vector<std::string> out;
@@ -496,6 +508,15 @@ std::string to_string(TokenizerKind kind) { return enum_to_string(kind); }
 std::string to_string(PosEncoding encoding) { return enum_to_string(encoding); }
 std::string to_string(Precision precision) { return enum_to_string(precision); }
 
+std::string to_string(EvalSplit split) { return enum_to_string(split); }
+std::string to_string(CheckpointChoice choice) { return enum_to_string(choice); }
+EvalSplit parse_eval_split(const std::string& name, const std::string& key_path) {
+  return parse_enum<EvalSplit>(name, key_path);
+}
+CheckpointChoice parse_checkpoint_choice(const std::string& name, const std::string& key_path) {
+  return parse_enum<CheckpointChoice>(name, key_path);
+}
+
 TokenizerKind parse_tokenizer_kind(const std::string& name, const std::string& key_path) {
   return parse_enum<TokenizerKind>(name, key_path);
 }
@@ -701,10 +722,7 @@ void validate(const Config& config) {
     const std::string path = "eval.lengths[" + std::to_string(i) + "]";
     require_at_least(path.c_str(), eval.lengths[i], 1);
   }
-  if (eval.split != "valid" && eval.split != "test") {
-    throw InputError("eval.split: " + json(eval.split).dump() +
-                     " is not valid; expected one of valid, test");
-  }
+  parse_eval_split(eval.split, "eval.split");
   require_at_least("eval.batch_tokens", eval.batch_tokens, 1);
 }
 

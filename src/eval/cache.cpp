@@ -43,11 +43,6 @@ uint64_t checksum_ids(const std::vector<int32_t>& ids) {
   return h.value();
 }
 
-std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
-  if (which != "last" && is_regular_file(paths.best_checkpoint())) return paths.best_checkpoint();
-  return paths.last_checkpoint();
-}
-
 nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                               const EvalRequest& r) {
   const bool memory = r.method == EvalMethod::kMemory;

@@ -31,7 +31,7 @@ struct ComparedRuns {
   std::vector<LoadedRun> runs;
   std::string split;
   std::vector<int64_t> lengths;
-  std::vector<bool> supported;                 // per run: the method applies
+  std::vector<bool> supported;                    // per run: the method applies
   std::vector<std::vector<std::string>> skipped;  // per run and length: why not ("" = evaluated)
 };
 
@@ -83,8 +83,7 @@ void plan_requests(ComparedRuns& c) {
 
 // 3. The split of every run's corpus (runs on one corpus share it): the same token ids for
 // all, or the runs would score different text.
-std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c,
-                                                        EncodeStats& stats) {
+std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c, EncodeStats& stats) {
   std::map<std::string, std::vector<int32_t>> splits;
   uint64_t checksum0 = 0;
   for (size_t r = 0; r < c.runs.size(); ++r) {
@@ -128,8 +127,8 @@ CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>
     }
     bool cached = false;
     EvalProgressPrinter progress(fmt::format("{} length {}", cr.name, length));
-    cr.results.push_back(evaluator.evaluate(request_for(c, r, length), &cached,
-                                            progress.callback()));
+    cr.results.push_back(
+        evaluator.evaluate(request_for(c, r, length), &cached, progress.callback()));
     cr.cached.push_back(cached);
     fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
                cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");

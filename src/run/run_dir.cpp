@@ -115,6 +115,12 @@ std::string run_name(const std::string& dir) {
   return p.filename().string();
 }
 
+std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
+  const bool best = parse_checkpoint_choice(which, "checkpoint") == CheckpointChoice::kBest;
+  if (best && is_regular_file(paths.best_checkpoint())) return paths.best_checkpoint();
+  return paths.last_checkpoint();
+}
+
 LoadedRun load_run(const std::string& dir, const std::string& which) {
   LoadedRun run;
   run.paths.dir = dir;
@@ -125,8 +131,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which) {
   }
   run.config = config_from_json(read_json_file(run.paths.config()), run.paths.config());
   run.vocab = Vocab::load(run.paths.vocab());
-  std::string ckpt = which == "last" ? run.paths.last_checkpoint() : run.paths.best_checkpoint();
-  if (which != "last" && !is_regular_file(ckpt)) ckpt = run.paths.last_checkpoint();
+  const std::string ckpt = checkpoint_file(run.paths, which);
   if (!is_regular_file(ckpt))
     throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
   run.model = TransformerLM(run.config.model, run.vocab.size());

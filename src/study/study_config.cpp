@@ -76,8 +76,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   check_keys(j, kEvalKeys, where);
   if (j.contains("split")) {
     e.split = read_string(j["split"], where + ".split");
-    if (e.split != "valid" && e.split != "test")
-      throw InputError(where + ".split \"" + e.split + "\" is not valid; expected valid or test");
+    parse_eval_split(e.split, where + ".split");
   }
   if (j.contains("methods")) {
     e.methods.clear();
@@ -128,9 +127,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   }
   if (j.contains("checkpoint")) {
     e.checkpoint = read_string(j["checkpoint"], where + ".checkpoint");
-    if (e.checkpoint != "last" && e.checkpoint != "best")
-      throw InputError(where + ".checkpoint \"" + e.checkpoint +
-                       "\" is not valid; expected last or best");
+    parse_checkpoint_choice(e.checkpoint, where + ".checkpoint");
   }
 }
 

@@ -6,8 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -20,88 +18,18 @@
 #include "txl/run/run_dir.h"
 #include "txl/train/batcher.h"
 #include "txl/train/memory_estimate.h"
+#include "txl/train/metrics_log.h"
+#include "txl/train/resume.h"
 #include "txl/train/schedule.h"
+#include "txl/train/step_checks.h"
 #include "txl/util/clock.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
-#include "txl/util/parse.h"
 #include "txl/util/text.h"
 
 namespace txl {
 
 namespace {
-
-class MetricsLog {
- public:
-  explicit MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
-    if (!out_) throw std::runtime_error("cannot open " + path + " for writing");
-  }
-  void write(const nlohmann::json& j) {
-    out_ << j.dump() << '\n' << std::flush;
-    // A full disk must stop the run loudly, not lose the metrics silently.
-    if (!out_) throw std::runtime_error("cannot write " + path_ + " (disk full?)");
-  }
-
- private:
-  std::string path_;
-  std::ofstream out_;
-};
-
-// Keeps only the metrics lines up to `step`: a run killed after logging step s but before its
-// next checkpoint (at c < s) would otherwise log steps c+1..s twice once resumed from c. A
-// line cut short by the kill is dropped too.
-void truncate_metrics(const std::string& path, int64_t step) {
-  if (!is_regular_file(path)) return;
-  std::ifstream in(path, std::ios::binary);
-  std::string line, kept;
-  bool dropped = false;
-  while (std::getline(in, line)) {
-    bool keep = false;
-    try {
-      const auto j = nlohmann::json::parse(line);
-      keep = j.is_object() && j.contains("step") && j.at("step").is_number_integer() &&
-             j.at("step").get<int64_t>() <= step;
-    } catch (const std::exception&) {
-      keep = false;
-    }
-    if (keep) {
-      kept += line + "\n";
-    } else {
-      dropped = true;
-    }
-  }
-  if (dropped) write_file_atomic(path, kept);
-}
-
-// TXL_INJECT_NAN_AT_STEP / TXL_INJECT_STOP_AT_STEP: the testing hooks described in trainer.h.
-std::vector<int64_t> injected_steps(const char* name) {
-  const char* env = std::getenv(name);
-  std::vector<int64_t> steps;
-  if (env == nullptr || *env == '\0') return steps;
-  if (parse_positive_integers(env, steps)) {
-    throw InputError(std::string(name) + "=" + env +
-                     ": expected step numbers >= 1 separated by commas");
-  }
-  return steps;
-}
-
-// The global L2 norm of the gradients, without clipping them (train.clip = 0): the non-finite
-// check must see NaN gradients behind a finite loss too.
-double total_grad_norm(const std::vector<torch::Tensor>& parameters) {
-  std::vector<torch::Tensor> norms;
-  for (const auto& p : parameters) {
-    if (p.grad().defined()) norms.push_back(p.grad().norm());  // [] each
-  }
-  if (norms.empty()) return 0.0;
-  return torch::stack(norms).norm().item<double>();
-}
-
-bool all_finite(const std::vector<torch::Tensor>& tensors) {
-  for (const auto& t : tensors) {
-    if (t.defined() && !torch::isfinite(t).all().item<bool>()) return false;
-  }
-  return true;
-}
 
 EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid,
                           const Config& c) {
@@ -117,46 +45,7 @@ EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& vali
   return evaluate(model, valid, r);
 }
 
-// The checkpoint must continue this very run: same configuration (up to the resumable
-// keys), same vocabulary, same training tokens.
-void check_resume_matches(const TrainState& saved, const TrainState& now, const RunPaths& paths) {
-  const std::string ckpt = paths.last_checkpoint();
-  const auto diffs = config_differences(saved.config, now.config, resumable_keys());
-  if (!diffs.empty()) {
-    throw InputError(ckpt + ": the checkpoint was written with a different configuration than " +
-                     paths.config() + " (checkpoint vs now: " + join(diffs, "; ") +
-                     "); on resume only " + join(resumable_keys(), ", ") + " may change");
-  }
-  if (saved.vocab_checksum != now.vocab_checksum) {
-    throw InputError(ckpt + ": the checkpoint was trained with a different vocabulary than " +
-                     paths.vocab());
-  }
-  if (saved.train_tokens != now.train_tokens || saved.train_checksum != now.train_checksum) {
-    throw InputError(ckpt + ": the training split changed since this checkpoint was written (" +
-                     std::to_string(saved.train_tokens) + " tokens then, " +
-                     std::to_string(now.train_tokens) +
-                     " now, or different text); resuming would read other data. Restore the "
-                     "corpus or start a new run");
-  }
-}
-
 }  // namespace
-
-const std::vector<std::string>& resumable_keys() {
-  static const std::vector<std::string> keys = {
-      "train.max_steps",
-      "train.log_interval",
-      "train.eval_interval",
-      "train.eval_max_tokens",
-      "train.threads",
-      "train.skip_nonfinite",
-      "data.dir",
-      "eval.lengths",
-      "eval.split",
-      "eval.batch_tokens",
-  };
-  return keys;
-}
 
 Corpus load_training_data(const Config& config) {
   auto t_load = Clock::now();
@@ -235,36 +124,6 @@ bool contains(const std::vector<int64_t>& steps, int64_t step) {
   return std::find(steps.begin(), steps.end(), step) != steps.end();
 }
 
-// The vocabulary (from the training split only) is saved with the run; a resume must find
-// the same one.
-void save_or_check_vocab(const Config& config, const TrainOptions& options, const Corpus& corpus) {
-  const RunPaths paths{options.run_dir};
-  if (options.resume) {
-    const Vocab saved = Vocab::load(paths.vocab());
-    if (!(saved == corpus.vocab)) {
-      throw InputError(paths.vocab() + ": the corpus in " + config.data.dir +
-                       " now gives a different vocabulary; cannot resume");
-    }
-  } else {
-    corpus.vocab.save(paths.vocab());
-    write_file_atomic(paths.config(), config_to_json(config).dump(2) + "\n");
-  }
-}
-
-void check_memory_fits(const Memory& memory, const Config& config, const std::string& ckpt) {
-  const auto& mc = config.model;
-  bool fits = memory.empty() || static_cast<int64_t>(memory.layers.size()) == mc.n_layer;
-  for (const auto& layer : memory.layers) {
-    fits = fits && layer.dim() == 3 && layer.size(0) == config.train.batch_size &&
-           layer.size(2) == mc.d_model;  // [B, M, C]
-  }
-  if (!fits) {
-    throw InputError(ckpt + ": the saved memory does not fit " + std::to_string(mc.n_layer) +
-                     " layers x " + std::to_string(config.train.batch_size) +
-                     " streams x d_model " + std::to_string(mc.d_model));
-  }
-}
-
 // Loads checkpoint.pt into the run after checking that it continues this very run.
 void restore_run(TrainRun& run) {
   const std::string ckpt = run.paths.last_checkpoint();
@@ -279,7 +138,7 @@ void restore_run(TrainRun& run) {
   }
   run.batcher.set_position(s.stream_position);
   run.memory = std::move(loaded.memory);
-  check_memory_fits(run.memory, run.config, ckpt);
+  check_resumed_memory(run.memory, run.config, ckpt);
   truncate_metrics(run.paths.metrics(), run.state.step);
   // Only now that the checkpoint fits: config.json takes the new values of the resumable
   // keys (train.max_steps), which a later --resume must see.
@@ -523,7 +382,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
   std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
   const std::vector<int64_t> inject_kill = injected_steps("TXL_INJECT_KILL_AT_STEP");
-  save_or_check_vocab(config, options, corpus);
+  save_or_check_vocab(config, options.run_dir, options.resume, corpus.vocab);
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here
   run.inject_nan = std::move(inject_nan);

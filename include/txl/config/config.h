@@ -35,6 +35,16 @@ enum class PosEncoding {
 enum class Precision { kFp32, kBf16 };
 
 // Names as they appear in JSON; parse_* throw InputError listing the valid names.
+// The splits an evaluation may score (train is for training only) and the checkpoint it
+// loads: their names go through the same tables as the other enums.
+enum class EvalSplit { kValid, kTest };
+enum class CheckpointChoice { kBest, kLast };
+
+std::string to_string(EvalSplit split);
+std::string to_string(CheckpointChoice choice);
+EvalSplit parse_eval_split(const std::string& name, const std::string& key_path);
+CheckpointChoice parse_checkpoint_choice(const std::string& name, const std::string& key_path);
+
 std::string to_string(TokenizerKind kind);
 std::string to_string(PosEncoding encoding);
 std::string to_string(Precision precision);

@@ -27,10 +27,6 @@ namespace txl {
 uint64_t checksum_file(const std::string& path);
 uint64_t checksum_ids(const std::vector<int32_t>& ids);
 
-// The checkpoint file load_run(dir, which) reads: best.pt, or checkpoint.pt for "last" or
-// when no best.pt exists.
-std::string checkpoint_file(const RunPaths& paths, const std::string& which);
-
 // Everything about the evaluated data and weights that is not in the request.
 struct EvalSubject {
   std::string split;

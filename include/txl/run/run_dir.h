@@ -79,4 +79,8 @@ struct LoadedRun {
 // naming the file.
 LoadedRun load_run(const std::string& dir, const std::string& which = "best");
 
+// The checkpoint file load_run(dir, which) reads: best.pt, or checkpoint.pt for "last" or
+// when no best.pt exists. `which` is a checkpoint choice name (config.h): best or last.
+std::string checkpoint_file(const RunPaths& paths, const std::string& which);
+
 }  // namespace txl

@@ -30,16 +30,11 @@
 
 #include "txl/config/config.h"
 #include "txl/data/corpus.h"
+#include "txl/train/resume.h"  // resumable_keys
 
 namespace txl {
 
 inline constexpr int64_t kMaxConsecutiveSkips = 20;
-
-// Config keys that `txl train --resume` may change (--set or --config): they affect neither
-// the model nor the data nor the optimisation of the steps already taken. train.max_steps
-// extends (or shortens) the run and with it the cosine schedule of the remaining steps;
-// data.dir may move because the training split is verified by its fingerprint instead.
-const std::vector<std::string>& resumable_keys();
 
 struct TrainOptions {
   std::string run_dir;

@@ -1,0 +1,77 @@
+#include "txl/train/resume.h"
+
+#include "txl/config/config_diff.h"
+#include "txl/util/error.h"
+#include "txl/util/fs.h"
+#include "txl/util/text.h"
+
+namespace txl {
+
+const std::vector<std::string>& resumable_keys() {
+  static const std::vector<std::string> keys = {
+      "train.max_steps",
+      "train.log_interval",
+      "train.eval_interval",
+      "train.eval_max_tokens",
+      "train.threads",
+      "train.skip_nonfinite",
+      "data.dir",
+      "eval.lengths",
+      "eval.split",
+      "eval.batch_tokens",
+  };
+  return keys;
+}
+
+void check_resume_matches(const TrainState& saved, const TrainState& now, const RunPaths& paths) {
+  const std::string ckpt = paths.last_checkpoint();
+  const auto diffs = config_differences(saved.config, now.config, resumable_keys());
+  if (!diffs.empty()) {
+    throw InputError(ckpt + ": the checkpoint was written with a different configuration than " +
+                     paths.config() + " (checkpoint vs now: " + join(diffs, "; ") +
+                     "); on resume only " + join(resumable_keys(), ", ") + " may change");
+  }
+  if (saved.vocab_checksum != now.vocab_checksum) {
+    throw InputError(ckpt + ": the checkpoint was trained with a different vocabulary than " +
+                     paths.vocab());
+  }
+  if (saved.train_tokens != now.train_tokens || saved.train_checksum != now.train_checksum) {
+    throw InputError(ckpt + ": the training split changed since this checkpoint was written (" +
+                     std::to_string(saved.train_tokens) + " tokens then, " +
+                     std::to_string(now.train_tokens) +
+                     " now, or different text); resuming would read other data. Restore the "
+                     "corpus or start a new run");
+  }
+}
+
+
+void save_or_check_vocab(const Config& config, const std::string& run_dir, bool resume,
+                         const Vocab& vocab) {
+  const RunPaths paths{run_dir};
+  if (resume) {
+    const Vocab saved = Vocab::load(paths.vocab());
+    if (!(saved == vocab)) {
+      throw InputError(paths.vocab() + ": the corpus in " + config.data.dir +
+                       " now gives a different vocabulary; cannot resume");
+    }
+  } else {
+    vocab.save(paths.vocab());
+    write_file_atomic(paths.config(), config_to_json(config).dump(2) + "\n");
+  }
+}
+
+void check_resumed_memory(const Memory& memory, const Config& config, const std::string& ckpt) {
+  const auto& mc = config.model;
+  bool fits = memory.empty() || static_cast<int64_t>(memory.layers.size()) == mc.n_layer;
+  for (const auto& layer : memory.layers) {
+    fits = fits && layer.dim() == 3 && layer.size(0) == config.train.batch_size &&
+           layer.size(2) == mc.d_model;  // [B, M, C]
+  }
+  if (!fits) {
+    throw InputError(ckpt + ": the saved memory does not fit " + std::to_string(mc.n_layer) +
+                     " layers x " + std::to_string(config.train.batch_size) +
+                     " streams x d_model " + std::to_string(mc.d_model));
+  }
+}
+
+}  // namespace txl

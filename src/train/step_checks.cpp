@@ -1,0 +1,39 @@
+#include "txl/train/step_checks.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "txl/util/error.h"
+#include "txl/util/parse.h"
+
+namespace txl {
+
+double total_grad_norm(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) norms.push_back(p.grad().norm());  // [] each
+  }
+  if (norms.empty()) return 0.0;
+  return torch::stack(norms).norm().item<double>();
+}
+
+bool all_finite(const std::vector<torch::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (t.defined() && !torch::isfinite(t).all().item<bool>()) return false;
+  }
+  return true;
+}
+
+
+std::vector<int64_t> injected_steps(const char* name) {
+  const char* env = std::getenv(name);
+  std::vector<int64_t> steps;
+  if (env == nullptr || *env == '\0') return steps;
+  if (parse_positive_integers(env, steps)) {
+    throw InputError(std::string(name) + "=" + env +
+                     ": expected step numbers >= 1 separated by commas");
+  }
+  return steps;
+}
+
+}  // namespace txl
