@@ -1,9 +1,11 @@
-// Configuration parsing, validation and serialisation.
+// Configuration parsing, serialisation and --set overrides (validate() is in validate.cpp).
 //
 // Each section is described once, by a table of fields (JSON name, member pointer, short
 // doc). Parsing, config_to_json, --set overrides and the "valid keys" lists in error messages
 // all walk the same tables, so a key added to a table is accepted, written and listed
-// everywhere at once.
+// everywhere at once. The file stays over 400 lines for that reason: the tables and the
+// templates that walk them (Field<S>, for_each_section, read_section, apply_override) would
+// otherwise have to move into a header that nothing else should use.
 #include "txl/config/config.h"
 
 #include <algorithm>
@@ -94,67 +96,6 @@ E parse_enum(const std::string& name, const std::string& key_path) {
   }
   throw InputError(key_path + ": " + json(name).dump() + " is not valid; expected one of " +
                    join(valid_names(E{})));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Message helpers.
-
-// A JSON value as it appears in a message; long values are cut so one bad array does not
-// flood the terminal.
-std::string shown(const json& value) {
-  constexpr size_t kMaxShown = 60;
-  std::string text = value.dump();
-  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
-  return text;
-}
-
-std::string shown(double value) {
-  // json::dump prints the shortest text that reads back exactly, but "null" for NaN/inf.
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return json(value).dump();
-}
-
-// A number as people write it: whole numbers without ".0" (1e12 as 1000000000000).
-std::string shown_number(double value) {
-  if (std::isfinite(value) && std::abs(value) < 1e15 && value == std::floor(value)) {
-    return std::to_string(static_cast<int64_t>(value));
-  }
-  return shown(value);
-}
-
-// Edits (insert, delete, replace, swap of neighbours) that turn `a` into `b`; a swap counts
-// once because "modle" for "model" is the typo people make.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min(
-          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// `; did you mean "x"?` for a near miss (typo, plural, one swapped letter), else "".
-std::string suggestion(const std::string& wrong, const std::vector<std::string>& valid) {
-  // A third of the length tolerates a typo or two without suggesting unrelated short keys.
-  const size_t max_distance = std::max<size_t>(1, wrong.size() / 3);
-  const std::string* best = nullptr;
-  size_t best_distance = max_distance + 1;
-  for (const std::string& candidate : valid) {
-    const size_t d = edit_distance(wrong, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = &candidate;
-    }
-  }
-  return best ? "; did you mean \"" + *best + "\"?" : "";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,50 +353,6 @@ void write_encoding_options(const ModelConfig& model, json& out) {
   }
 }
 
-// Options belong to the chosen encoding and lie in their ranges; memory needs an encoding
-// that takes it.
-void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
-  const EncodingTraits& traits = encoding_traits(model.pos_encoding);
-  for (const auto& [key, value] : model.encoding_options) {
-    const EncodingOption* option = find_encoding_option(traits, key);
-    if (!option) {
-      const EncodingTraits* owner = encoding_with_option(key);
-      std::vector<std::string> own;
-      for (const auto& o : traits.options) own.emplace_back(o.key);
-      throw InputError("model." + key + " is an option of pos_encoding " +
-                       (owner ? std::string(owner->name) : std::string("(none)")) +
-                       ", but model.pos_encoding is " + traits.name +
-                       "; remove the key or change the encoding (" + traits.name +
-                       "'s options: " + (own.empty() ? std::string("none") : join(own)) + ")");
-    }
-    if (!(value >= option->min && value <= option->max)) {
-      throw InputError("model." + key + " (" + shown_number(value) + ") must be in [" +
-                       shown_number(option->min) + ", " + shown_number(option->max) +
-                       "] for pos_encoding " + traits.name);
-    }
-  }
-  if (!traits.takes_memory && train.mem_len != 0) {
-    throw InputError("model.pos_encoding " + json(traits.name).dump() +
-                     " requires train.mem_len = 0, got " + std::to_string(train.mem_len) + ": " +
-                     traits.name + " position encoding has no memory; set train.mem_len=0");
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Range checks for validate().
-
-void require_at_least(const char* path, int64_t value, int64_t min) {
-  if (value < min) {
-    throw InputError(std::string(path) + " (" + std::to_string(value) +
-                     ") must be >= " + std::to_string(min));
-  }
-}
-
-// `what` is the allowed range in words; NaN fails every comparison and so is rejected too.
-void require(bool ok, const char* path, double value, const char* what) {
-  if (!ok) throw InputError(std::string(path) + " (" + shown(value) + ") must be " + what);
-}
-
 std::string prefixed(const std::string& source, const std::string& message) {
   return source.empty() ? message : source + ": " + message;
 }
@@ -567,33 +464,6 @@ json config_to_json(const Config& config) {
   return j;
 }
 
-json read_json_file(const std::string& path) {
-  // fopen on a directory succeeds on Linux and only the read fails, with a vaguer message.
-  if (is_directory(path)) throw InputError(path + ": is a directory, expected a JSON file");
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw InputError("cannot read " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[65536];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(file) != 0;
-  const int read_errno = errno;
-  std::fclose(file);
-  if (failed) throw InputError("cannot read " + path + ": " + std::strerror(read_errno));
-  try {
-    return parse_json_strict(text, path);
-  } catch (const json::parse_error& e) {
-    // e.what() starts with "[json.exception.parse_error.101] "; the rest says line and column.
-    std::string detail = e.what();
-    const size_t bracket = detail.find("] ");
-    if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
-    throw InputError(path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + detail);
-  } catch (const json::exception& e) {
-    // Not a syntax error but a value the parser cannot hold, e.g. 1e999 (out_of_range.406).
-    throw InputError(path + ": invalid JSON: " + e.what());
-  }
-}
-
 void apply_override(json& j, const std::string& assignment) {
   // JSON strings are UTF-8: a value that is not could be neither printed nor saved.
   check_utf8(assignment, "--set " + assignment);
@@ -654,76 +524,6 @@ void apply_override(json& j, const std::string& assignment) {
     }
     target[field_name] = std::move(value);
   });
-}
-
-void validate(const Config& config) {
-  const DataConfig& data = config.data;
-  const ModelConfig& model = config.model;
-  const TrainConfig& train = config.train;
-  const EvalConfig& eval = config.eval;
-
-  if (data.dir.empty()) {
-    throw InputError("data.dir is empty; set it to the folder with train.txt, valid.txt, test.txt");
-  }
-  require_at_least("data.min_freq", data.min_freq, 1);
-  require_at_least("data.max_vocab", data.max_vocab, 0);
-
-  require_at_least("model.n_layer", model.n_layer, 1);
-  require_at_least("model.d_model", model.d_model, 1);
-  require_at_least("model.n_head", model.n_head, 1);
-  require_at_least("model.d_head", model.d_head, 1);
-  require_at_least("model.d_inner", model.d_inner, 1);
-  require(model.dropout >= 0 && model.dropout < 1, "model.dropout", model.dropout, "in [0, 1)");
-  require(model.dropatt >= 0 && model.dropatt < 1, "model.dropatt", model.dropatt, "in [0, 1)");
-  require_at_least("model.clamp_len", model.clamp_len, 0);
-  require_at_least("model.max_rel_dist", model.max_rel_dist, 1);
-  require(model.init_std > 0 && std::isfinite(model.init_std), "model.init_std", model.init_std,
-          "a finite number > 0");
-  // Heads split d_model evenly; compared by division so huge values cannot overflow.
-  if (model.d_model % model.n_head != 0 || model.d_model / model.n_head != model.d_head) {
-    int64_t product = 0;
-    const bool overflow = __builtin_mul_overflow(model.n_head, model.d_head, &product);
-    throw InputError("model.d_model (" + std::to_string(model.d_model) +
-                     ") must equal model.n_head * model.d_head (" + std::to_string(model.n_head) +
-                     " * " + std::to_string(model.d_head) +
-                     (overflow ? " overflows 64 bits" : " = " + std::to_string(product)) + ")");
-  }
-
-  require_at_least("train.tgt_len", train.tgt_len, 1);
-  if (train.tgt_len_max != 0 && train.tgt_len_max < train.tgt_len) {
-    throw InputError("train.tgt_len_max (" + std::to_string(train.tgt_len_max) +
-                     ") must be 0 (fixed segments) or at least train.tgt_len (" +
-                     std::to_string(train.tgt_len) + ")");
-  }
-  require_at_least("train.mem_len", train.mem_len, 0);
-  require_at_least("train.batch_size", train.batch_size, 1);
-  require_at_least("train.max_steps", train.max_steps, 1);
-  require(train.lr > 0 && std::isfinite(train.lr), "train.lr", train.lr, "a finite number > 0");
-  require_at_least("train.warmup_steps", train.warmup_steps, 0);
-  require(train.min_lr_ratio >= 0 && train.min_lr_ratio <= 1, "train.min_lr_ratio",
-          train.min_lr_ratio, "in [0, 1]");
-  require(train.weight_decay >= 0 && std::isfinite(train.weight_decay), "train.weight_decay",
-          train.weight_decay, "a finite number >= 0");
-  require(train.clip >= 0 && std::isfinite(train.clip), "train.clip", train.clip,
-          "a finite number >= 0 (0 = off)");
-  require_at_least("train.log_interval", train.log_interval, 1);
-  require_at_least("train.eval_interval", train.eval_interval, 0);
-  require_at_least("train.eval_max_tokens", train.eval_max_tokens, 0);
-  if (train.threads < 0 || train.threads > kMaxThreads) {
-    throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
-                     std::to_string(kMaxThreads) + "] (0 = all cores)");
-  }
-  validate_encoding(model, train);
-
-  if (eval.lengths.empty()) {
-    throw InputError("eval.lengths is empty; list at least one window length, e.g. [128]");
-  }
-  for (size_t i = 0; i < eval.lengths.size(); ++i) {
-    const std::string path = "eval.lengths[" + std::to_string(i) + "]";
-    require_at_least(path.c_str(), eval.lengths[i], 1);
-  }
-  parse_eval_split(eval.split, "eval.split");
-  require_at_least("eval.batch_tokens", eval.batch_tokens, 1);
 }
 
 }  // namespace txl

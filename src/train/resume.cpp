@@ -44,7 +44,6 @@ void check_resume_matches(const TrainState& saved, const TrainState& now, const 
   }
 }
 
-
 void save_or_check_vocab(const Config& config, const std::string& run_dir, bool resume,
                          const Vocab& vocab) {
   const RunPaths paths{run_dir};

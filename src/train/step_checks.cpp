@@ -24,7 +24,6 @@ bool all_finite(const std::vector<torch::Tensor>& tensors) {
   return true;
 }
 
-
 std::vector<int64_t> injected_steps(const char* name) {
   const char* env = std::getenv(name);
   std::vector<int64_t> steps;

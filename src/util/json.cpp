@@ -1,9 +1,14 @@
 #include "txl/util/json.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <set>
 #include <vector>
 
 #include "txl/util/error.h"
+#include "txl/util/fs.h"
 
 namespace txl {
 
@@ -69,6 +74,57 @@ json parse_json_strict(const std::string& text, const std::string& source) {
     return true;
   };
   return json::parse(text, check);
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  // fopen on a directory succeeds on Linux and only the read fails, with a vaguer message.
+  if (is_directory(path)) throw InputError(path + ": is a directory, expected a JSON file");
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buffer[65536];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(file) != 0;
+  const int read_errno = errno;
+  std::fclose(file);
+  if (failed) throw InputError("cannot read " + path + ": " + std::strerror(read_errno));
+  try {
+    return parse_json_strict(text, path);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() starts with "[json.exception.parse_error.101] "; the rest says line and column.
+    std::string detail = e.what();
+    const size_t bracket = detail.find("] ");
+    if (bracket != std::string::npos) detail = detail.substr(bracket + 2);
+    throw InputError(path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + detail);
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a value the parser cannot hold, e.g. 1e999 (out_of_range.406).
+    throw InputError(path + ": invalid JSON: " + e.what());
+  }
+}
+
+// A JSON value as it appears in a message; long values are cut so one bad array does not
+// flood the terminal.
+std::string shown(const nlohmann::json& value) {
+  constexpr size_t kMaxShown = 60;
+  std::string text = value.dump();
+  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
+  return text;
+}
+
+std::string shown(double value) {
+  // json::dump prints the shortest text that reads back exactly, but "null" for NaN/inf.
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return nlohmann::json(value).dump();
+}
+
+// A number as people write it: whole numbers without ".0" (1e12 as 1000000000000).
+std::string shown_number(double value) {
+  if (std::isfinite(value) && std::abs(value) < 1e15 && value == std::floor(value)) {
+    return std::to_string(static_cast<int64_t>(value));
+  }
+  return shown(value);
 }
 
 }  // namespace txl

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "txl/util/json.h"
+
 namespace txl {
 
 // The most threads train.threads and every --threads accept: far above any CPU this runs on,
@@ -121,9 +123,7 @@ Config config_from_json(const nlohmann::json& j, const std::string& source);
 // The resolved configuration with every key, as written to a run directory.
 nlohmann::json config_to_json(const Config& config);
 
-// Reads and parses a file; a missing or unreadable file or bad JSON throws InputError
-// naming the path.
-nlohmann::json read_json_file(const std::string& path);
+// read_json_file (reads a config file): util/json.h, included above.
 
 // Applies one "--set a.b.c=value" override to a JSON tree before parsing.
 // The value is read as JSON when it parses as JSON (numbers, true/false, [..]) and as a

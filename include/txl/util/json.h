@@ -12,4 +12,16 @@ namespace txl {
 // nlohmann::json exceptions, as json::parse does, for the caller to word.
 nlohmann::json parse_json_strict(const std::string& text, const std::string& source);
 
+// Reads and parses a file strictly (above); a missing or unreadable file, a directory or bad
+// JSON throws InputError naming the path.
+nlohmann::json read_json_file(const std::string& path);
+
+// A JSON value as it appears in a message, cut after 60 characters so one bad array does not
+// flood the terminal; a double as JSON writes it ("nan", "inf" instead of null).
+std::string shown(const nlohmann::json& value);
+std::string shown(double value);
+
+// A number as people write it: whole numbers without ".0" (1e12 as 1000000000000).
+std::string shown_number(double value);
+
 }  // namespace txl

@@ -12,6 +12,10 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 // "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""}.
 std::vector<std::string> split(const std::string& text, char separator);
 
+// `; did you mean "x"?` for the nearest of `valid` when `wrong` is a near miss (a typo, a
+// plural, two swapped letters: at most a third of its length in edits), else "".
+std::string suggestion(const std::string& wrong, const std::vector<std::string>& valid);
+
 // "mm:ss", or "h:mm:ss" from an hour on (negative durations read 00:00).
 std::string format_duration(double seconds);
 

@@ -1,0 +1,130 @@
+// validate(): every range and relation a configuration must satisfy, named by key path.
+#include <cmath>
+#include <string>
+
+#include "txl/config/config.h"
+#include "txl/config/encodings.h"
+#include "txl/util/error.h"
+#include "txl/util/json.h"
+#include "txl/util/text.h"
+
+namespace txl {
+
+namespace {
+
+using nlohmann::json;
+
+void require_at_least(const char* path, int64_t value, int64_t min) {
+  if (value < min) {
+    throw InputError(std::string(path) + " (" + std::to_string(value) +
+                     ") must be >= " + std::to_string(min));
+  }
+}
+
+// `what` is the allowed range in words; NaN fails every comparison and so is rejected too.
+void require(bool ok, const char* path, double value, const char* what) {
+  if (!ok) throw InputError(std::string(path) + " (" + shown(value) + ") must be " + what);
+}
+
+// Options belong to the chosen encoding and lie in their ranges; memory needs an encoding
+// that takes it.
+void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
+  const EncodingTraits& traits = encoding_traits(model.pos_encoding);
+  for (const auto& [key, value] : model.encoding_options) {
+    const EncodingOption* option = find_encoding_option(traits, key);
+    if (!option) {
+      const EncodingTraits* owner = encoding_with_option(key);
+      std::vector<std::string> own;
+      for (const auto& o : traits.options) own.emplace_back(o.key);
+      throw InputError("model." + key + " is an option of pos_encoding " +
+                       (owner ? std::string(owner->name) : std::string("(none)")) +
+                       ", but model.pos_encoding is " + traits.name +
+                       "; remove the key or change the encoding (" + traits.name +
+                       "'s options: " + (own.empty() ? std::string("none") : join(own)) + ")");
+    }
+    if (!(value >= option->min && value <= option->max)) {
+      throw InputError("model." + key + " (" + shown_number(value) + ") must be in [" +
+                       shown_number(option->min) + ", " + shown_number(option->max) +
+                       "] for pos_encoding " + traits.name);
+    }
+  }
+  if (!traits.takes_memory && train.mem_len != 0) {
+    throw InputError("model.pos_encoding " + json(traits.name).dump() +
+                     " requires train.mem_len = 0, got " + std::to_string(train.mem_len) + ": " +
+                     traits.name + " position encoding has no memory; set train.mem_len=0");
+  }
+}
+
+}  // namespace
+
+void validate(const Config& config) {
+  const DataConfig& data = config.data;
+  const ModelConfig& model = config.model;
+  const TrainConfig& train = config.train;
+  const EvalConfig& eval = config.eval;
+
+  if (data.dir.empty()) {
+    throw InputError("data.dir is empty; set it to the folder with train.txt, valid.txt, test.txt");
+  }
+  require_at_least("data.min_freq", data.min_freq, 1);
+  require_at_least("data.max_vocab", data.max_vocab, 0);
+
+  require_at_least("model.n_layer", model.n_layer, 1);
+  require_at_least("model.d_model", model.d_model, 1);
+  require_at_least("model.n_head", model.n_head, 1);
+  require_at_least("model.d_head", model.d_head, 1);
+  require_at_least("model.d_inner", model.d_inner, 1);
+  require(model.dropout >= 0 && model.dropout < 1, "model.dropout", model.dropout, "in [0, 1)");
+  require(model.dropatt >= 0 && model.dropatt < 1, "model.dropatt", model.dropatt, "in [0, 1)");
+  require_at_least("model.clamp_len", model.clamp_len, 0);
+  require_at_least("model.max_rel_dist", model.max_rel_dist, 1);
+  require(model.init_std > 0 && std::isfinite(model.init_std), "model.init_std", model.init_std,
+          "a finite number > 0");
+  // Heads split d_model evenly; compared by division so huge values cannot overflow.
+  if (model.d_model % model.n_head != 0 || model.d_model / model.n_head != model.d_head) {
+    int64_t product = 0;
+    const bool overflow = __builtin_mul_overflow(model.n_head, model.d_head, &product);
+    throw InputError("model.d_model (" + std::to_string(model.d_model) +
+                     ") must equal model.n_head * model.d_head (" + std::to_string(model.n_head) +
+                     " * " + std::to_string(model.d_head) +
+                     (overflow ? " overflows 64 bits" : " = " + std::to_string(product)) + ")");
+  }
+
+  require_at_least("train.tgt_len", train.tgt_len, 1);
+  if (train.tgt_len_max != 0 && train.tgt_len_max < train.tgt_len) {
+    throw InputError("train.tgt_len_max (" + std::to_string(train.tgt_len_max) +
+                     ") must be 0 (fixed segments) or at least train.tgt_len (" +
+                     std::to_string(train.tgt_len) + ")");
+  }
+  require_at_least("train.mem_len", train.mem_len, 0);
+  require_at_least("train.batch_size", train.batch_size, 1);
+  require_at_least("train.max_steps", train.max_steps, 1);
+  require(train.lr > 0 && std::isfinite(train.lr), "train.lr", train.lr, "a finite number > 0");
+  require_at_least("train.warmup_steps", train.warmup_steps, 0);
+  require(train.min_lr_ratio >= 0 && train.min_lr_ratio <= 1, "train.min_lr_ratio",
+          train.min_lr_ratio, "in [0, 1]");
+  require(train.weight_decay >= 0 && std::isfinite(train.weight_decay), "train.weight_decay",
+          train.weight_decay, "a finite number >= 0");
+  require(train.clip >= 0 && std::isfinite(train.clip), "train.clip", train.clip,
+          "a finite number >= 0 (0 = off)");
+  require_at_least("train.log_interval", train.log_interval, 1);
+  require_at_least("train.eval_interval", train.eval_interval, 0);
+  require_at_least("train.eval_max_tokens", train.eval_max_tokens, 0);
+  if (train.threads < 0 || train.threads > kMaxThreads) {
+    throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
+                     std::to_string(kMaxThreads) + "] (0 = all cores)");
+  }
+  validate_encoding(model, train);
+
+  if (eval.lengths.empty()) {
+    throw InputError("eval.lengths is empty; list at least one window length, e.g. [128]");
+  }
+  for (size_t i = 0; i < eval.lengths.size(); ++i) {
+    const std::string path = "eval.lengths[" + std::to_string(i) + "]";
+    require_at_least(path.c_str(), eval.lengths[i], 1);
+  }
+  parse_eval_split(eval.split, "eval.split");
+  require_at_least("eval.batch_tokens", eval.batch_tokens, 1);
+}
+
+}  // namespace txl
