@@ -7,18 +7,18 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli_harness.h"
 #include "txl/config/encodings.h"
 #include "txl/platform/cpu.h"
-#include "txl_cli.h"
 
 namespace txl {
 namespace {
 
-using cli_test::CliResult;
-using cli_test::run_txl;
-using cli_test::scratch_dir;
-using cli_test::slurp;
-using cli_test::write_text;
+using testing::CliResult;
+using testing::read_text;
+using testing::run_txl;
+using testing::scratch_dir;
+using testing::write_text;
 
 // 1 layer, d_model 16 = 2 heads x 8, d_inner 32; batch 2 x 8 tokens with 8 of memory.
 // No data.dir: bench reads no corpus.
@@ -52,7 +52,7 @@ std::optional<BenchRun> run_bench_json(const std::string& name, std::vector<std:
   run.cli = run_txl(args, env);
   EXPECT_EQ(run.cli.code, 0) << run.cli.out << run.cli.err;
   if (run.cli.code != 0) return std::nullopt;
-  run.json = nlohmann::json::parse(slurp(json_path));
+  run.json = nlohmann::json::parse(read_text(json_path));
   return run;
 }
 

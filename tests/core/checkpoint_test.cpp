@@ -266,7 +266,7 @@ TEST(RunDirectory, LoadRunRefusesACheckpointFromAnotherVocabularyOrModel) {
   const std::string run = root + "/run";
   const auto r = testing::run_txl(
       {"train", "--config", config_path, "--run-dir", run, "--set", "train.max_steps=3"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_NO_THROW(load_run(run, "last"));
 
   // Another vocabulary of the same size: a permutation of the tokens.

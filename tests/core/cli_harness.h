@@ -1,6 +1,6 @@
-// Helpers for end-to-end tests of the `txl` executable (TXL_BINARY): a tiny corpus and config
-// written into a temporary folder, running the binary with arguments and environment, and
-// reading metrics.jsonl back.
+// The one harness for end-to-end tests of the `txl` executable (TXL_BINARY): running it with
+// arguments and environment (stdout and stderr apart and together), temporary and per-test
+// scratch folders, tiny corpora, configs and trained runs, and reading metrics.jsonl back.
 #pragma once
 
 #include <fcntl.h>
@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "txl/config/encodings.h"
 
 namespace txl::testing {
 
@@ -51,7 +53,10 @@ inline std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
+// Writes `text` to `path`, making its folder first.
 inline void write_text(const std::string& path, const std::string& text) {
+  const auto parent = cli_fs::path(path).parent_path();
+  if (!parent.empty()) cli_fs::create_directories(parent);
   std::ofstream out(path, std::ios::binary);
   out << text;
   ASSERT_TRUE(out.good()) << path;
@@ -97,9 +102,13 @@ inline std::string write_config(const std::string& path, const nlohmann::json& c
   return path;
 }
 
+// The result of one run: the exit status (128 + signal when killed by one), stdout and
+// stderr kept apart, and both together (stdout first) for messages and searches.
 struct CliResult {
-  int exit_code = -1;  // exit status, or 128 + signal when killed by one
-  std::string output;  // stdout and stderr together
+  int code = -1;
+  std::string out;
+  std::string err;
+  std::string output;  // out + err
 };
 
 // Starts TXL_BINARY with `args`; `env` holds "NAME=value" entries that are added to (or
@@ -177,15 +186,20 @@ inline int wait_txl(pid_t pid, double timeout_s = 60.0) {
   return -1;
 }
 
+// Runs TXL_BINARY with `args` (no shell) and waits up to 300 s; `env` holds "NAME=value"
+// entries added to, or replacing, this process's environment (spawn_txl).
 inline CliResult run_txl(const std::vector<std::string>& args,
                          const std::vector<std::string>& env = {}) {
   static int counter = 0;
-  const std::string out = ::testing::TempDir() + "/txl_cli_out_" + std::to_string(::getpid()) +
-                          "_" + std::to_string(counter++) + ".txt";
+  const std::string base = ::testing::TempDir() + "/txl_cli_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(counter++);
   CliResult r;
-  r.exit_code = wait_txl(spawn_txl(args, out, env));
-  r.output = read_text(out);
-  cli_fs::remove(out);
+  r.code = wait_txl(spawn_txl(args, base + ".out", env, base + ".err"), 300.0);
+  r.out = read_text(base + ".out");
+  r.err = read_text(base + ".err");
+  r.output = r.out + r.err;
+  cli_fs::remove(base + ".out");
+  cli_fs::remove(base + ".err");
   return r;
 }
 
@@ -217,6 +231,84 @@ inline int count_lines_with(const std::string& path, const std::string& needle) 
   int n = 0;
   while (std::getline(in, line)) n += line.find(needle) != std::string::npos;
   return n;
+}
+
+// Per-test scratch folders: TempDir()/txl_<suite>_<test>_<pid>/<name>, removed by
+// cleanup_scratch() when the test passed (a failed test keeps its files to inspect).
+// This test's scratch root: TempDir()/txl_<suite>_<test>_<pid>.
+inline cli_fs::path scratch_root() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string tag = std::string(info->test_suite_name()) + "_" + info->name();
+  for (auto& c : tag) {
+    if (c == '/') c = '_';
+  }
+  return cli_fs::path(::testing::TempDir()) / ("txl_" + tag + "_" + std::to_string(::getpid()));
+}
+
+// Removes the scratch root when the test passed; a failed test keeps its files to inspect.
+inline void cleanup_scratch() {
+  if (!::testing::Test::HasFailure()) cli_fs::remove_all(scratch_root());
+}
+
+// A fresh directory for this test (removed first if a previous run left it).
+inline std::string scratch_dir(const std::string& name) {
+  const auto dir = scratch_root() / name;
+  cli_fs::remove_all(dir);
+  cli_fs::create_directories(dir);
+  return dir.string();
+}
+
+// Deterministic text over a small alphabet with structure a model can pick up.
+inline std::string tiny_english(int sentences, int offset = 0) {
+  static const char* words[] = {"the", "lord", "said", "unto", "him",
+                                "and", "they", "went", "into", "land"};
+  std::string text;
+  uint32_t state = 12345u + static_cast<uint32_t>(offset);
+  for (int s = 0; s < sentences; ++s) {
+    const int n = 4 + s % 5;
+    for (int w = 0; w < n; ++w) {
+      state = state * 1103515245u + 12345u;
+      text += words[(state >> 16) % 10];
+      text += w + 1 < n ? " " : ".\n";
+    }
+  }
+  return text;
+}
+
+// Writes train/valid/test splits into `dir`.
+inline std::string write_corpus(const std::string& dir, const std::string& train,
+                                const std::string& valid, const std::string& test) {
+  write_text(dir + "/train.txt", train);
+  write_text(dir + "/valid.txt", valid);
+  write_text(dir + "/test.txt", test);
+  return dir;
+}
+
+// Trains a tiny run with the real CLI; fails the test (and returns false) when it fails.
+inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir,
+                           const std::string& encoding, const std::string& tokenizer = "char",
+                           int steps = 3, const std::vector<std::string>& extra = {}) {
+  // Encodings without memory (absolute, learned_absolute) refuse train.mem_len > 0.
+  const bool absolute = !encoding_traits(parse_pos_encoding(encoding, "encoding")).takes_memory;
+  const std::string config = run_dir + ".config.json";
+  write_text(config,
+             std::string("{\"data\": {\"dir\": \"") + corpus + "\", \"tokenizer\": \"" + tokenizer +
+                 "\"},"
+                 " \"model\": {\"pos_encoding\": \"" +
+                 encoding +
+                 "\", \"n_layer\": 1, \"d_model\": 16, \"n_head\": 2,"
+                 " \"d_head\": 8, \"d_inner\": 32, \"dropout\": 0.0, \"max_rel_dist\": 64},"
+                 " \"train\": {\"tgt_len\": 16, \"mem_len\": " +
+                 (absolute ? "0" : "16") +
+                 ", \"batch_size\": 4, \"max_steps\": " + std::to_string(steps) +
+                 ", \"lr\": 0.003, \"warmup_steps\": 1, \"log_interval\": 1, \"eval_interval\": 0,"
+                 " \"threads\": 1},"
+                 " \"eval\": {\"lengths\": [8, 16, 32], \"split\": \"valid\"}}");
+  std::vector<std::string> args = {"train", "--config", config, "--run-dir", run_dir};
+  for (const auto& e : extra) args.push_back(e);
+  const auto r = run_txl(args);
+  EXPECT_EQ(r.code, 0) << "txl train failed:\n" << r.err;
+  return r.code == 0;
 }
 
 }  // namespace txl::testing

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cli_harness.h"
 #include "txl/cli/eval_options.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/compare_runs.h"
@@ -19,14 +20,13 @@
 #include "txl/eval/run_eval.h"
 #include "txl/run/checkpoint.h"
 #include "txl/util/error.h"
-#include "txl_cli.h"
 
 namespace txl {
 namespace {
 
 namespace fs = std::filesystem;
-using cli_test::run_txl;
-using cli_test::slurp;
+using testing::read_text;
+using testing::run_txl;
 
 struct TwoRuns {
   std::string dir, corpus, rel, abs;
@@ -35,13 +35,13 @@ struct TwoRuns {
 // Two tiny char runs on one corpus, differing only in the encoding.
 TwoRuns train_two_runs(const std::string& name) {
   TwoRuns t;
-  t.dir = cli_test::scratch_dir(name);
-  t.corpus = cli_test::write_corpus(t.dir + "/corpus", cli_test::tiny_english(300),
-                                    cli_test::tiny_english(40, 1), cli_test::tiny_english(40, 2));
+  t.dir = testing::scratch_dir(name);
+  t.corpus = testing::write_corpus(t.dir + "/corpus", testing::tiny_english(300),
+                                   testing::tiny_english(40, 1), testing::tiny_english(40, 2));
   t.rel = t.dir + "/rel";
   t.abs = t.dir + "/abs";
-  cli_test::train_tiny_run(t.corpus, t.rel, "relative");
-  cli_test::train_tiny_run(t.corpus, t.abs, "absolute");
+  testing::train_tiny_run(t.corpus, t.rel, "relative");
+  testing::train_tiny_run(t.corpus, t.abs, "absolute");
   return t;
 }
 
@@ -71,7 +71,7 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_NE(e.out.find("mean NLL per position"), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("bootstrap"), std::string::npos) << e.out;
-  const auto ej = nlohmann::json::parse(slurp(eval_json));
+  const auto ej = nlohmann::json::parse(read_text(eval_json));
   ASSERT_EQ(ej["results"].size(), 2u);
   EXPECT_EQ(ej["results"][0]["per_position"]["mean_nll"].size(),
             8u);  // L = 8: one bucket per position
@@ -89,7 +89,7 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
   EXPECT_NE(c.out.find(" *"), std::string::npos) << "training length 16 marked:\n" << c.out;
   EXPECT_NE(c.out.find("a-b"), std::string::npos) << c.out;
 
-  const auto j = nlohmann::json::parse(slurp(json));
+  const auto j = nlohmann::json::parse(read_text(json));
   EXPECT_EQ(j["method"], "nonoverlap");
   EXPECT_EQ(j["corpus"], "corpus");
   EXPECT_EQ(j["lengths"], (std::vector<int64_t>{8, 16, 32}));
@@ -115,16 +115,16 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
     EXPECT_GE(p["diff_hi"].get<double>(), p["mean_nll_diff"].get<double>());
   }
   EXPECT_NE(j["interval"]["method"].get<std::string>().find("bootstrap"), std::string::npos);
-  const auto png_bytes = slurp(png);
+  const auto png_bytes = read_text(png);
   ASSERT_GT(png_bytes.size(), 1000u);
   EXPECT_EQ(png_bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-  EXPECT_NE(slurp(svg).find("<svg"), std::string::npos);
+  EXPECT_NE(read_text(svg).find("<svg"), std::string::npos);
 
   // Again: every result comes from the cache, with identical numbers.
   const auto json2 = t.dir + "/cmp2.json";
   const auto c2 = run_txl({"compare", t.rel, t.abs, "--lengths", "8,16,32", "--json", json2});
   ASSERT_EQ(c2.code, 0) << c2.err;
-  const auto j2 = nlohmann::json::parse(slurp(json2));
+  const auto j2 = nlohmann::json::parse(read_text(json2));
   for (size_t r = 0; r < 2; ++r) {
     for (size_t i = 0; i < 3; ++i) {
       EXPECT_TRUE(j2["runs"][r]["results"][i]["cached"].get<bool>());
@@ -135,7 +135,7 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
   const auto json4 = t.dir + "/cmp4.json";
   ASSERT_EQ(
       run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--no-cache", "--json", json4}).code, 0);
-  const auto j4 = nlohmann::json::parse(slurp(json4));
+  const auto j4 = nlohmann::json::parse(read_text(json4));
   EXPECT_FALSE(j4["runs"][0]["results"][0]["cached"].get<bool>());
   EXPECT_EQ(j4["runs"][0]["results"][0]["nll_sum"], j["runs"][0]["results"][0]["nll_sum"]);
   // A different request is not served from the cache.
@@ -144,12 +144,13 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
       run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--method", "sliding", "--json", json3})
           .code,
       0);
-  EXPECT_FALSE(nlohmann::json::parse(slurp(json3))["runs"][0]["results"][0]["cached"].get<bool>());
+  EXPECT_FALSE(
+      nlohmann::json::parse(read_text(json3))["runs"][0]["results"][0]["cached"].get<bool>());
 
   // Evaluation never touched the runs' saved state.
   EXPECT_EQ(run_state_checksums(t.rel), rel_before);
   EXPECT_EQ(run_state_checksums(t.abs), abs_before);
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
@@ -159,7 +160,7 @@ TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
       run_txl({"compare", t.rel, t.abs, "--lengths", "8,16", "--method", "memory", "--json", json});
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("n/a"), std::string::npos) << c.out;
-  const auto j = nlohmann::json::parse(slurp(json));
+  const auto j = nlohmann::json::parse(read_text(json));
   EXPECT_TRUE(j["runs"][0]["supported"].get<bool>());
   EXPECT_FALSE(j["runs"][1]["supported"].get<bool>());
   EXPECT_EQ(j["runs"][0]["results"][0]["mem_len"], 8);
@@ -170,17 +171,17 @@ TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
   EXPECT_NE(e.err.find("absolute"), std::string::npos) << e.err;
   // Only absolute runs: nothing to compare.
   EXPECT_EQ(run_txl({"compare", t.abs, "--method", "memory", "--lengths", "8"}).code, 2);
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 // A copy of a real checkpoint whose header says another format version (bytes 8..11 hold
 // the version as a little-endian u32, checkpoint.h).
 void write_foreign_version_checkpoint(const std::string& from, const std::string& to) {
-  auto bytes = slurp(from);
+  auto bytes = read_text(from);
   ASSERT_GT(bytes.size(), 12u);
   const uint32_t other = static_cast<uint32_t>(kCheckpointVersion) + 1;
   for (int i = 0; i < 4; ++i) bytes[8 + i] = static_cast<char>((other >> (8 * i)) & 0xFF);
-  cli_test::write_text(to, bytes);
+  testing::write_text(to, bytes);
 }
 
 // What `txl compare RUNS...` and `txl eval --run RUN` check before they evaluate or write
@@ -215,7 +216,7 @@ TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvalua
   const auto t = train_two_runs("compare_bad");
   // A word-level run on the same corpus: another vocabulary.
   const auto word = t.dir + "/word";
-  ASSERT_TRUE(cli_test::train_tiny_run(t.corpus, word, "relative", "word"));
+  ASSERT_TRUE(testing::train_tiny_run(t.corpus, word, "relative", "word"));
   // Incomplete runs.
   const auto no_vocab = t.dir + "/no_vocab", no_ckpt = t.dir + "/no_ckpt",
              old = t.dir + "/old_version";
@@ -350,7 +351,7 @@ TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvalua
     EXPECT_FALSE(fs::exists(png)) << r.err;
   }
   EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 TEST(CompareCli, MissingGnuplotIsExitCode1AfterTheJsonIsWritten) {
@@ -363,7 +364,7 @@ TEST(CompareCli, MissingGnuplotIsExitCode1AfterTheJsonIsWritten) {
   EXPECT_TRUE(fs::exists(json));
   EXPECT_FALSE(fs::exists(png));
   EXPECT_NE(r.out.find("rel (relative)"), std::string::npos) << "the table is printed first";
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 }  // namespace

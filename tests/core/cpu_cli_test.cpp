@@ -6,13 +6,13 @@
 
 #include <string>
 
+#include "cli_harness.h"
 #include "txl/platform/cpu.h"
-#include "txl_cli.h"
 
 namespace txl {
 namespace {
 
-using cli_test::run_txl;
+using testing::run_txl;
 
 const char* const kAvx2Only = "TXL_CPU_FLAGS=avx avx2 fma";
 

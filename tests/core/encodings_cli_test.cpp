@@ -6,26 +6,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_harness.h"
 #include "txl/config/encodings.h"
-#include "txl_cli.h"
 
 namespace txl {
 namespace {
 
 namespace fs = std::filesystem;
-using cli_test::run_txl;
-using cli_test::slurp;
+using testing::read_text;
+using testing::run_txl;
 
 std::string tiny_corpus(const std::string& dir) {
-  return cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
-                                cli_test::tiny_english(30, 1), cli_test::tiny_english(30, 2));
+  return testing::write_corpus(dir + "/corpus", testing::tiny_english(200),
+                               testing::tiny_english(30, 1), testing::tiny_english(30, 2));
 }
 
 TEST(EncodingsCli, ListsEveryRegisteredEncoding) {
-  const auto dir = cli_test::scratch_dir("encodings_list");
+  const auto dir = testing::scratch_dir("encodings_list");
   const auto r = run_txl({"encodings", "--json", dir + "/enc.json"});
   ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = nlohmann::json::parse(slurp(dir + "/enc.json"));
+  const auto j = nlohmann::json::parse(read_text(dir + "/enc.json"));
   ASSERT_EQ(j.size(), encoding_registry().size());
   for (size_t i = 0; i < j.size(); ++i) {
     const auto& t = encoding_registry()[i];
@@ -35,16 +35,16 @@ TEST(EncodingsCli, ListsEveryRegisteredEncoding) {
     EXPECT_EQ(j[i]["options"].size(), t.options.size());
   }
   EXPECT_NE(r.out.find("model.rope_base=10000"), std::string::npos) << r.out;
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 TEST(EncodingsCli, EveryEncodingTrainsEvaluatesAndSamples) {
-  const auto dir = cli_test::scratch_dir("encodings_all");
+  const auto dir = testing::scratch_dir("encodings_all");
   const auto corpus = tiny_corpus(dir);
   for (const auto& t : encoding_registry()) {
     SCOPED_TRACE(t.name);
     const auto run = dir + "/" + t.name;
-    ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, t.name));
+    ASSERT_TRUE(testing::train_tiny_run(corpus, run, t.name));
     // Sliding windows of every encoding are checked in-process (eval_methods_test).
     for (const std::string method : {"nonoverlap", "memory"}) {
       const auto e = run_txl({"eval", "--run", run, "--lengths", "8,32", "--method", method});
@@ -58,25 +58,25 @@ TEST(EncodingsCli, EveryEncodingTrainsEvaluatesAndSamples) {
     const auto s = run_txl({"sample", "--run", run, "--tokens", "12", "--seed", "3"});
     EXPECT_EQ(s.code, 0) << s.err;
   }
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 TEST(EncodingsCli, AidsChangeScoresAndTheCacheAndAreRefusedWhereTheyDoNotApply) {
-  const auto dir = cli_test::scratch_dir("encodings_aids");
+  const auto dir = testing::scratch_dir("encodings_aids");
   const auto corpus = tiny_corpus(dir);
   const auto rope = dir + "/rope", rel = dir + "/rel", table = dir + "/table";
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, rope, "rope", "char", 20));
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, rel, "relative"));
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, table, "learned_absolute", "char", 3,
-                                       {"--set", "model.max_len=16"}));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, rope, "rope", "char", 20));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, rel, "relative"));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, table, "learned_absolute", "char", 3,
+                                      {"--set", "model.max_len=16"}));
 
   const auto plain = run_txl({"eval", "--run", rope, "--lengths", "64", "--json", dir + "/p.json"});
   const auto pi = run_txl({"eval", "--run", rope, "--lengths", "64", "--aid", "pi", "--aid-factor",
                            "4", "--json", dir + "/pi.json"});
   ASSERT_EQ(plain.code, 0) << plain.err;
   ASSERT_EQ(pi.code, 0) << pi.err;
-  const auto jp = nlohmann::json::parse(slurp(dir + "/p.json"));
-  const auto jpi = nlohmann::json::parse(slurp(dir + "/pi.json"));
+  const auto jp = nlohmann::json::parse(read_text(dir + "/p.json"));
+  const auto jpi = nlohmann::json::parse(read_text(dir + "/pi.json"));
   EXPECT_NE(jp["results"][0]["nll"], jpi["results"][0]["nll"]);
   EXPECT_EQ(jpi["results"][0]["aid"], "pi");
   EXPECT_FALSE(jp["results"][0].contains("aid"));
@@ -113,14 +113,14 @@ TEST(EncodingsCli, AidsChangeScoresAndTheCacheAndAreRefusedWhereTheyDoNotApply) 
   const auto c =
       run_txl({"compare", table, table + "@interpolate", "--lengths", "8,32", "--json", json});
   ASSERT_EQ(c.code, 0) << c.err;
-  const auto jc = nlohmann::json::parse(slurp(json));
+  const auto jc = nlohmann::json::parse(read_text(json));
   EXPECT_EQ(jc["runs"][0]["results"][1]["skipped"].get<std::string>().find("past the 16"), 0u);
   EXPECT_TRUE(jc["runs"][0]["results"][0].contains("ppl"));
   EXPECT_TRUE(jc["runs"][1]["results"][1].contains("ppl"));
   EXPECT_EQ(jc["runs"][1]["name"], "table@interpolate");
   EXPECT_TRUE(jc["paired"]["rows"][1]["skipped"].get<bool>());
   EXPECT_NE(c.out.find("n/a"), std::string::npos) << c.out;
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 }  // namespace

@@ -14,14 +14,14 @@
 
 #include <map>
 
-#include "txl_cli.h"
+#include "cli_harness.h"
 
 namespace txl {
 namespace {
 
 namespace fs = std::filesystem;
-using cli_test::run_txl;
-using cli_test::slurp;
+using testing::read_text;
+using testing::run_txl;
 
 // Every file under `dir` (relative path -> contents); empty when `dir` does not exist.
 std::map<std::string, std::string> snapshot(const std::string& dir) {
@@ -29,7 +29,7 @@ std::map<std::string, std::string> snapshot(const std::string& dir) {
   if (!fs::exists(dir)) return files;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     const std::string name = fs::relative(entry.path(), dir).string();
-    files[name] = entry.is_regular_file() ? slurp(entry.path().string()) : "<dir>";
+    files[name] = entry.is_regular_file() ? read_text(entry.path().string()) : "<dir>";
   }
   return files;
 }
@@ -43,29 +43,29 @@ struct Row {
 };
 
 TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
-  const std::string dir = cli_test::scratch_dir("input_checks");
+  const std::string dir = testing::scratch_dir("input_checks");
   const std::string corpus =
-      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(300),
-                             cli_test::tiny_english(40, 1), cli_test::tiny_english(40, 2));
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
   const std::string run = dir + "/run";
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, "relative"));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   const std::string config = run + ".config.json";  // what train_tiny_run trained with
-  const std::string config_text = slurp(config);
+  const std::string config_text = read_text(config);
 
   // A config with "data" twice (the second pointing elsewhere) and one with model.n_layer
   // twice; a run whose vocab.json says "tokenizer" twice.
   const std::string dup_section = dir + "/dup_section.json";
-  cli_test::write_text(dup_section,
-                       "{\"data\": {\"dir\": \"/elsewhere\"}, " + config_text.substr(1));
+  testing::write_text(dup_section,
+                      "{\"data\": {\"dir\": \"/elsewhere\"}, " + config_text.substr(1));
   const std::string dup_key = dir + "/dup_key.json";
   std::string text = config_text;
   text.replace(text.find("\"n_layer\": 1,"), 13, "\"n_layer\": 1, \"n_layer\": 2,");
-  cli_test::write_text(dup_key, text);
+  testing::write_text(dup_key, text);
   const std::string dup_vocab_run = dir + "/dup_vocab_run";
   fs::copy(run, dup_vocab_run, fs::copy_options::recursive);
-  std::string vocab = slurp(dup_vocab_run + "/vocab.json");
+  std::string vocab = read_text(dup_vocab_run + "/vocab.json");
   vocab.insert(vocab.rfind('}'), ",\"tokenizer\":\"word\"");
-  cli_test::write_text(dup_vocab_run + "/vocab.json", vocab);
+  testing::write_text(dup_vocab_run + "/vocab.json", vocab);
 
   // Train rows go to a new directory, an existing empty one and (with --force) the trained
   // run; none of them may change.
@@ -151,21 +151,21 @@ TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
     EXPECT_TRUE(fs::is_directory(empty)) << row.name << ": the empty run directory was removed";
     EXPECT_FALSE(fs::exists(json)) << row.name << ": --json was written";
   }
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 // The limits themselves are accepted: a segment exactly as long as a stream allows, and 0
 // threads (all cores); one token more is refused.
 TEST(InputChecks, TheLongestSegmentAStreamHoldsAndZeroThreadsAreAccepted) {
-  const std::string dir = cli_test::scratch_dir("input_limits");
+  const std::string dir = testing::scratch_dir("input_limits");
   // train_tiny_run's 4 streams of 60 characters each: train.tgt_len may be 59.
   std::string train_text(240, 'a');
   for (size_t i = 0; i < train_text.size(); i += 3) train_text[i] = 'b';
   const std::string corpus =
-      cli_test::write_corpus(dir + "/corpus", train_text, "abba\nbaab\n", "abab\nbaba\n");
+      testing::write_corpus(dir + "/corpus", train_text, "abba\nbaab\n", "abab\nbaba\n");
   const std::string run = dir + "/run";
-  EXPECT_TRUE(cli_test::train_tiny_run(corpus, run, "relative", "char", 1,
-                                       {"--set", "train.tgt_len=59", "--set", "train.threads=0"}));
+  EXPECT_TRUE(testing::train_tiny_run(corpus, run, "relative", "char", 1,
+                                      {"--set", "train.tgt_len=59", "--set", "train.threads=0"}));
   const auto longer = run_txl({"train", "--config", run + ".config.json", "--run-dir",
                                dir + "/longer", "--set", "train.tgt_len=60"});
   EXPECT_EQ(longer.code, 2) << longer.err;
@@ -176,7 +176,7 @@ TEST(InputChecks, TheLongestSegmentAStreamHoldsAndZeroThreadsAreAccepted) {
   EXPECT_FALSE(fs::exists(dir + "/longer"));
   const auto info = run_txl({"info", "--no-bench", "--threads", "0"});
   EXPECT_EQ(info.code, 0) << info.err;
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ std::map<int64_t, double> uninterrupted(const Fixture& f, int64_t max_steps) {
   const std::string run = f.root + "/reference";
   const auto r = run_txl({"train", "--config", f.config_path, "--run-dir", run, "--set",
                           "train.max_steps=" + std::to_string(max_steps)});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.code, 0) << r.output;
   return read_losses(run);
 }
 
@@ -68,12 +68,12 @@ TEST(ExactResume, StopAtStepKThenResumeGivesTheSameLossesBitForBit) {
     const std::string run = f.root + "/stopped_at_" + std::to_string(k);
     const auto stopped = run_txl({"train", "--config", f.config_path, "--run-dir", run},
                                  {"TXL_INJECT_STOP_AT_STEP=" + std::to_string(k)});
-    ASSERT_EQ(stopped.exit_code, 130) << stopped.output;
+    ASSERT_EQ(stopped.code, 130) << stopped.output;
     EXPECT_NE(stopped.output.find("Resume with: txl train --resume " + run), std::string::npos)
         << stopped.output;
     EXPECT_EQ(read_checkpoint_state(run + "/checkpoint.pt").step, k);
     const auto resumed = run_txl({"train", "--resume", run});
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("resumed at step " + std::to_string(k)), std::string::npos);
     expect_same_losses(expected, read_losses(run), kSteps);
   }
@@ -89,14 +89,14 @@ TEST(ExactResume, MaxStepsKThenResumeWithMoreStepsGivesTheSameLosses) {
   const std::string run = f.root + "/extended";
   const auto first = run_txl(
       {"train", "--config", f.config_path, "--run-dir", run, "--set", "train.max_steps=17"});
-  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(first.code, 0) << first.output;
   const auto resumed = run_txl({"train", "--resume", run, "--set", "train.max_steps=40"});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("train.max_steps: 17 vs 40"), std::string::npos) << resumed.output;
   expect_same_losses(expected, read_losses(run), kSteps);
   // config.json now says 40, so the finished run is recognised as finished.
   const auto finished = run_txl({"train", "--resume", run});
-  EXPECT_EQ(finished.exit_code, 2);
+  EXPECT_EQ(finished.code, 2);
   EXPECT_NE(finished.output.find("already finished (40 of train.max_steps = 40"), std::string::npos)
       << finished.output;
 }
@@ -133,7 +133,7 @@ TEST(Interrupt, SigintMidTrainingExits130WithALoadableCheckpointAndResumeMatches
   const int64_t total = stopped_at + 12;
   const auto resumed =
       run_txl({"train", "--resume", run, "--set", "train.max_steps=" + std::to_string(total)});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_EQ(read_checkpoint_state(ckpt).step, total);
   expect_same_losses(uninterrupted(f, total), read_losses(run), total);
 }
@@ -154,7 +154,7 @@ TEST(Interrupt, KillNineLosesOnlyTheStepsSinceTheLastCheckpointAndResumeMatches)
   const int64_t total = at + 5;
   const auto resumed =
       run_txl({"train", "--resume", run, "--set", "train.max_steps=" + std::to_string(total)});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
   expect_same_losses(uninterrupted(f, total), read_losses(run), total);
 }
 
@@ -173,7 +173,7 @@ TEST(Interrupt, SecondSigintExitsAtOnceAndKeepsTheLastCheckpointIntact) {
   const int64_t at = read_checkpoint_state(run + "/checkpoint.pt").step;
   const auto resumed =
       run_txl({"train", "--resume", run, "--set", "train.max_steps=" + std::to_string(at + 3)});
-  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
   // Temporaries a cut-off write may leave are gone after the resume.
   for (const auto& entry : std::filesystem::directory_iterator(run)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
@@ -191,9 +191,9 @@ TEST(Interrupt, ASecondTrainerOnTheSameRunDirectoryIsRefused) {
   const auto forced = run_txl({"train", "--config", f.config_path, "--run-dir", run, "--force"});
   ::kill(pid, SIGTERM);
   EXPECT_EQ(testing::wait_txl(pid), 143) << testing::read_text(log);
-  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_EQ(second.code, 2) << second.output;
   EXPECT_NE(second.output.find("in use by another txl train"), std::string::npos) << second.output;
-  EXPECT_EQ(forced.exit_code, 2) << forced.output;
+  EXPECT_EQ(forced.code, 2) << forced.output;
   EXPECT_NE(forced.output.find("in use by another txl train"), std::string::npos) << forced.output;
   ASSERT_NO_THROW(verify_checkpoint(run + "/checkpoint.pt"));
 }

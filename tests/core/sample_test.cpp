@@ -4,9 +4,9 @@
 // Chinese prompts on char runs and explains out-of-vocabulary prompts.
 #include <gtest/gtest.h>
 
+#include "cli_harness.h"
 #include "test_util.h"
 #include "txl/model/sampling.h"
-#include "txl_cli.h"
 
 namespace txl {
 namespace {
@@ -105,7 +105,7 @@ TEST(Sampling, SameSeedSameTokensOtherSeedOtherTokens) {
 std::string chinese_english(int lines, int offset) {
   static const char* zh[] = {"天地玄黄。", "宇宙洪荒。", "日月盈昃。", "辰宿列张。"};
   std::string text;
-  const auto en = cli_test::tiny_english(lines, offset);
+  const auto en = testing::tiny_english(lines, offset);
   size_t pos = 0;
   for (int i = 0; i < lines; ++i) {
     const size_t nl = en.find('\n', pos);
@@ -116,60 +116,60 @@ std::string chinese_english(int lines, int offset) {
 }
 
 TEST(SampleCli, ReproducibleForASeedWithChinesePromptsOnCharRuns) {
-  const auto dir = cli_test::scratch_dir("sample");
-  const auto corpus = cli_test::write_corpus(dir + "/corpus", chinese_english(200, 0),
-                                             chinese_english(20, 1), chinese_english(20, 2));
+  const auto dir = testing::scratch_dir("sample");
+  const auto corpus = testing::write_corpus(dir + "/corpus", chinese_english(200, 0),
+                                            chinese_english(20, 1), chinese_english(20, 2));
   for (const std::string encoding : {"relative", "absolute"}) {
     const auto run = dir + "/" + encoding;
-    ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, encoding));
+    ASSERT_TRUE(testing::train_tiny_run(corpus, run, encoding));
     const std::vector<std::string> args = {
         "sample", "--run", run,       "--prompt", "天地",          "--tokens", "60",
         "--seed", "7",     "--top-k", "5",        "--temperature", "0.9"};
-    const auto a = cli_test::run_txl(args);
-    const auto b = cli_test::run_txl(args);
+    const auto a = testing::run_txl(args);
+    const auto b = testing::run_txl(args);
     ASSERT_EQ(a.code, 0) << a.err;
     EXPECT_EQ(a.out, b.out) << encoding;
     EXPECT_EQ(a.out.rfind("天地", 0), 0u) << "output starts with the prompt: " << a.out;
     EXPECT_GT(a.out.size(), std::string("天地").size() + 60) << "60 generated characters";
     auto other = args;
     other[8] = "8";
-    EXPECT_NE(cli_test::run_txl(other).out, a.out) << encoding << ": another seed, other text";
+    EXPECT_NE(testing::run_txl(other).out, a.out) << encoding << ": another seed, other text";
   }
   // Characters the run never saw: exit 2 naming each of them; nothing printed on stdout.
-  const auto oov = cli_test::run_txl({"sample", "--run", dir + "/relative", "--prompt", "龍 天 Q"});
+  const auto oov = testing::run_txl({"sample", "--run", dir + "/relative", "--prompt", "龍 天 Q"});
   EXPECT_EQ(oov.code, 2);
   EXPECT_NE(oov.err.find("U+9F8D"), std::string::npos) << oov.err;
   EXPECT_NE(oov.err.find("'Q'"), std::string::npos) << oov.err;
   EXPECT_EQ(oov.out, "");
   // An empty prompt starts at a line start.
-  const auto empty = cli_test::run_txl({"sample", "--run", dir + "/relative", "--tokens", "10"});
+  const auto empty = testing::run_txl({"sample", "--run", dir + "/relative", "--tokens", "10"});
   EXPECT_EQ(empty.code, 0) << empty.err;
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 TEST(SampleCli, WordRunsMapUnknownPromptWordsToUnkAndSaySo) {
-  const auto dir = cli_test::scratch_dir("sample_word");
+  const auto dir = testing::scratch_dir("sample_word");
   const auto corpus =
-      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(300),
-                             cli_test::tiny_english(40, 1), cli_test::tiny_english(40, 2));
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
   const auto run = dir + "/word";
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, "relative", "word"));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative", "word"));
   const auto r =
-      cli_test::run_txl({"sample", "--run", run, "--prompt", "the lord zebra", "--tokens", "12"});
+      testing::run_txl({"sample", "--run", run, "--prompt", "the lord zebra", "--tokens", "12"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("<unk>"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\"zebra\""), std::string::npos) << r.err;
   EXPECT_EQ(r.out.rfind("the lord zebra ", 0), 0u) << r.out;
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 TEST(SampleCli, BadOptionsAreExitCode2) {
-  const auto dir = cli_test::scratch_dir("sample_bad");
+  const auto dir = testing::scratch_dir("sample_bad");
   const auto corpus =
-      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
-                             cli_test::tiny_english(20, 1), cli_test::tiny_english(20, 2));
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(200),
+                            testing::tiny_english(20, 1), testing::tiny_english(20, 2));
   const auto run = dir + "/rel";
-  ASSERT_TRUE(cli_test::train_tiny_run(corpus, run, "relative"));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--temperature", "0"}, "--temperature"},
       {{"--temperature", "-1"}, "--temperature"},
@@ -180,14 +180,14 @@ TEST(SampleCli, BadOptionsAreExitCode2) {
   for (const auto& [extra, message] : cases) {
     std::vector<std::string> args = {"sample", "--run", run};
     args.insert(args.end(), extra.begin(), extra.end());
-    const auto r = cli_test::run_txl(args);
+    const auto r = testing::run_txl(args);
     EXPECT_EQ(r.code, 2) << extra[0] << " " << extra[1];
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
-  const auto missing = cli_test::run_txl({"sample", "--run", dir + "/nope"});
+  const auto missing = testing::run_txl({"sample", "--run", dir + "/nope"});
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 }  // namespace

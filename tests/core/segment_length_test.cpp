@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cli_harness.h"
 #include "txl/train/batcher.h"
-#include "txl_cli.h"
 
 namespace txl {
 namespace {
@@ -62,24 +62,24 @@ TEST(SegmentLength, VariableSegmentsTileEachStreamContiguously) {
 }
 
 TEST(SegmentLength, ARunWithRandomLengthsTrainsAndRecordsTheRange) {
-  const auto dir = cli_test::scratch_dir("random_lengths");
+  const auto dir = testing::scratch_dir("random_lengths");
   const auto corpus =
-      cli_test::write_corpus(dir + "/corpus", cli_test::tiny_english(200),
-                             cli_test::tiny_english(30, 1), cli_test::tiny_english(30, 2));
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(200),
+                            testing::tiny_english(30, 1), testing::tiny_english(30, 2));
   const auto run = dir + "/run";
   ASSERT_TRUE(
-      cli_test::train_tiny_run(corpus, run, "rope", "char", 6, {"--set", "train.tgt_len_max=24"}));
-  const auto config = nlohmann::json::parse(cli_test::slurp(run + "/config.json"));
+      testing::train_tiny_run(corpus, run, "rope", "char", 6, {"--set", "train.tgt_len_max=24"}));
+  const auto config = nlohmann::json::parse(testing::read_text(run + "/config.json"));
   EXPECT_EQ(config["train"]["tgt_len_max"], 24);
-  const auto bad = cli_test::run_txl({"train", "--config", run + ".config.json", "--run-dir",
-                                      dir + "/bad", "--set", "train.tgt_len_max=8"});
+  const auto bad = testing::run_txl({"train", "--config", run + ".config.json", "--run-dir",
+                                     dir + "/bad", "--set", "train.tgt_len_max=8"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("train.tgt_len_max (8) must be 0 (fixed segments) or at least "
                          "train.tgt_len (16)"),
             std::string::npos)
       << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad"));
-  cli_test::cleanup_scratch();
+  testing::cleanup_scratch();
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ TEST(StudyCli, ReportAndResultsHoldEveryCellAndNumber) {
   const auto f = make_study("study_full");
   const std::string out = f.root + "/out";
   const auto r = study(f, out);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.code, 0) << r.output;
   const json j = numbers(out);
   ASSERT_EQ(j["cells"].size(), 4u);
   EXPECT_EQ(j["protocols"], json({"nonoverlap", "memory"}));
@@ -84,7 +84,7 @@ TEST(StudyCli, ReportAndResultsHoldEveryCellAndNumber) {
   EXPECT_NE(report.find("| **8** |"), std::string::npos);  // the training length is marked
   // Re-running reuses everything: no training, the same numbers.
   const auto again = study(f, out);
-  ASSERT_EQ(again.exit_code, 0) << again.output;
+  ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(again.output.find("step "), std::string::npos) << again.output;
   EXPECT_NE(again.output.find("alibi-seed2: done (reused)"), std::string::npos);
   EXPECT_EQ(numbers(out), j);
@@ -93,16 +93,16 @@ TEST(StudyCli, ReportAndResultsHoldEveryCellAndNumber) {
 TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
   const auto f = make_study("study_interrupted");
   const auto whole = study(f, f.root + "/whole");
-  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  ASSERT_EQ(whole.code, 0) << whole.output;
   const json expected = numbers(f.root + "/whole");
 
   // SIGINT during the first cell's step 7, then the same command.
   const std::string a = f.root + "/sigint";
   const auto stopped = study(f, a, {}, {"TXL_INJECT_STOP_AT_STEP=7"});
-  ASSERT_EQ(stopped.exit_code, 130) << stopped.output;
+  ASSERT_EQ(stopped.code, 130) << stopped.output;
   EXPECT_NE(stopped.output.find("Run the same command again"), std::string::npos);
   const auto resumed = study(f, a);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("relative-seed1: resuming at step 7 of 20"), std::string::npos)
       << resumed.output;
   EXPECT_EQ(numbers(a), expected);
@@ -110,9 +110,9 @@ TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
   // SIGKILL before step 13 of the first cell (last checkpoint: step 10), then the same command.
   const std::string b = f.root + "/sigkill";
   const auto killed = study(f, b, {}, {"TXL_INJECT_KILL_AT_STEP=13"});
-  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.output;
+  ASSERT_EQ(killed.code, 128 + SIGKILL) << killed.output;
   const auto continued = study(f, b);
-  ASSERT_EQ(continued.exit_code, 0) << continued.output;
+  ASSERT_EQ(continued.code, 0) << continued.output;
   EXPECT_NE(continued.output.find("relative-seed1: resuming at step 10 of 20"), std::string::npos)
       << continued.output;
   EXPECT_EQ(numbers(b), expected);
@@ -120,7 +120,7 @@ TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
   // One cell at a time (as a scheduler would run them), then --report.
   const std::string c = f.root + "/cells";
   const auto list = study(f, c, {"--list"});
-  ASSERT_EQ(list.exit_code, 0) << list.output;
+  ASSERT_EQ(list.code, 0) << list.output;
   EXPECT_TRUE(cli_fs::is_regular_file(c + "/study.json")) << "--list records the study";
   EXPECT_FALSE(cli_fs::exists(c + "/runs")) << "--list runs nothing";
   int commands = 0;
@@ -128,19 +128,19 @@ TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
     EXPECT_NE(list.output.find(std::string("--cell ") + cell + "  # queued"), std::string::npos)
         << list.output;
     const auto one = study(f, c, {"--cell", cell});
-    ASSERT_EQ(one.exit_code, 0) << one.output;
+    ASSERT_EQ(one.code, 0) << one.output;
     EXPECT_FALSE(cli_fs::exists(c + "/results.json")) << "--cell writes no report";
     ++commands;
   }
   EXPECT_EQ(commands, 4);
   const auto report = study(f, c, {"--report"});
-  ASSERT_EQ(report.exit_code, 0) << report.output;
+  ASSERT_EQ(report.code, 0) << report.output;
   EXPECT_EQ(numbers(c), expected);
 
   // Two cells at a time in child processes.
   const std::string d = f.root + "/jobs";
   const auto jobs = study(f, d, {"--jobs", "2", "--threads", "1"});
-  ASSERT_EQ(jobs.exit_code, 0) << jobs.output;
+  ASSERT_EQ(jobs.code, 0) << jobs.output;
   EXPECT_TRUE(cli_fs::is_regular_file(d + "/logs/alibi-seed2.log"));
   EXPECT_EQ(numbers(d), expected);
 }
@@ -150,7 +150,7 @@ TEST(StudyCli, InterruptedStudiesContinueToTheSameNumbers) {
 // an uninterrupted study.
 TEST(StudyCli, SigintStopsJobsCleanlyAndTheStudyContinues) {
   const auto f = make_study("study_jobs_sigint", 400);
-  ASSERT_EQ(study(f, f.root + "/whole").exit_code, 0);
+  ASSERT_EQ(study(f, f.root + "/whole").code, 0);
   const std::string out = f.root + "/out";
   const std::string log = f.root + "/study.log";
   const pid_t pid = spawn_txl(
@@ -171,16 +171,16 @@ TEST(StudyCli, SigintStopsJobsCleanlyAndTheStudyContinues) {
   }
   EXPECT_NE(read_text(log).find("run the same command again"), std::string::npos);
   const auto continued = study(f, out, {"--jobs", "2", "--threads", "1"});
-  ASSERT_EQ(continued.exit_code, 0) << continued.output;
+  ASSERT_EQ(continued.code, 0) << continued.output;
   EXPECT_EQ(numbers(out), numbers(f.root + "/whole"));
 }
 
 TEST(StudyCli, PartialReportsAndGrowingGrids) {
   const auto f = make_study("study_grow", 10);
   const std::string out = f.root + "/out";
-  ASSERT_EQ(study(f, out, {"--cell", "alibi-seed1"}).exit_code, 0);
+  ASSERT_EQ(study(f, out, {"--cell", "alibi-seed1"}).code, 0);
   const auto partial = study(f, out, {"--report"});
-  ASSERT_EQ(partial.exit_code, 0) << partial.output;
+  ASSERT_EQ(partial.code, 0) << partial.output;
   EXPECT_NE(partial.output.find("3 of 4 cells are not finished"), std::string::npos);
   EXPECT_EQ(numbers(out)["missing_cells"].size(), 3u);
   // A seed added to the grid adds cells; the finished one is kept.
@@ -188,7 +188,7 @@ TEST(StudyCli, PartialReportsAndGrowingGrids) {
   grown["grid"]["train.seed"].push_back(3);
   write_config(f.config, grown);
   const auto list = study(f, out, {"--list"});
-  ASSERT_EQ(list.exit_code, 0) << list.output;
+  ASSERT_EQ(list.code, 0) << list.output;
   EXPECT_NE(list.output.find("--cell alibi-seed1  # done"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find("--cell alibi-seed3  # queued"), std::string::npos) << list.output;
   // Any other change is refused, naming it, and nothing is touched.
@@ -197,7 +197,7 @@ TEST(StudyCli, PartialReportsAndGrowingGrids) {
   changed["eval"]["lengths"] = {4, 8};
   write_config(f.config, changed);
   const auto refused = study(f, out);
-  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_EQ(refused.code, 2) << refused.output;
   EXPECT_NE(refused.output.find("eval.lengths: [4,8,16] vs [4,8]"), std::string::npos)
       << refused.output;
   EXPECT_EQ(read_text(out + "/study.json"), manifest);
@@ -226,7 +226,7 @@ TEST(StudyCli, BadInputExitsTwoAndWritesNothing) {
   };
   for (const auto& c : cases) {
     const auto r = run_txl(c.args);
-    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.expected << " in " << r.output;
   }
   EXPECT_FALSE(cli_fs::exists(out)) << "a refused study writes nothing";

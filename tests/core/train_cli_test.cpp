@@ -144,10 +144,10 @@ TEST(BadInput, EachMalformedConfigOrCorpusExits2NamingTheProblemAndCreatesNoRunD
 TEST(BadInput, ConfigPathThatIsMissingOrADirectoryExits2) {
   const std::string root = fresh_dir("config_path");
   auto missing = run_txl({"train", "--config", root + "/nope.json", "--run-dir", root + "/run"});
-  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.output.find(root + "/nope.json"), std::string::npos) << missing.output;
   auto folder = run_txl({"train", "--config", root, "--run-dir", root + "/run"});
-  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_EQ(folder.code, 2);
   EXPECT_NE(folder.output.find("is a directory"), std::string::npos) << folder.output;
   EXPECT_FALSE(fs::exists(root + "/run"));
 }
@@ -168,25 +168,25 @@ RunFixture make_run(const std::string& name, const json& changes = json::object(
 
 TEST(RunDirectory, AnExistingRunIsNeverOverwrittenWithoutForce) {
   const RunFixture r = make_run("overwrite", {{"train", {{"max_steps", 6}}}});
-  ASSERT_EQ(run_txl({"train", "--config", r.config_path, "--run-dir", r.run}).exit_code, 0);
+  ASSERT_EQ(run_txl({"train", "--config", r.config_path, "--run-dir", r.run}).code, 0);
   const std::string checkpoint = read_text(r.run + "/checkpoint.pt");
   const std::string metrics = read_text(r.run + "/metrics.jsonl");
 
   const auto again = run_txl({"train", "--config", r.config_path, "--run-dir", r.run});
-  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.code, 2);
   EXPECT_NE(again.output.find("already holds a run; use --resume " + r.run), std::string::npos)
       << again.output;
   EXPECT_EQ(read_text(r.run + "/checkpoint.pt"), checkpoint);
   EXPECT_EQ(read_text(r.run + "/metrics.jsonl"), metrics);
 
   const auto both = run_txl({"train", "--resume", r.run, "--force"});
-  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_EQ(both.code, 2) << both.output;
 
   // --force starts over: the old run's files are replaced, not appended to.
   write_text(r.run + "/notes.txt", "mine");
   const auto forced = run_txl({"train", "--config", r.config_path, "--run-dir", r.run, "--force",
                                "--set", "train.max_steps=4"});
-  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  ASSERT_EQ(forced.code, 0) << forced.output;
   EXPECT_EQ(testing::read_losses(r.run).size(), 4u);
   EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 4);
   EXPECT_EQ(read_text(r.run + "/notes.txt"), "mine");
@@ -197,7 +197,7 @@ TEST(RunDirectory, ANonEmptyFolderWithoutARunIsRefusedToo) {
   fs::create_directories(r.run);
   write_text(r.run + "/important.txt", "keep me");
   const auto refused = run_txl({"train", "--config", r.config_path, "--run-dir", r.run});
-  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.code, 2);
   EXPECT_NE(refused.output.find("is not empty"), std::string::npos) << refused.output;
   EXPECT_EQ(read_text(r.run + "/important.txt"), "keep me");
   EXPECT_EQ(fs::directory_iterator(r.run)->path().filename(), "important.txt");
@@ -205,10 +205,10 @@ TEST(RunDirectory, ANonEmptyFolderWithoutARunIsRefusedToo) {
 
 TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   const RunFixture r = make_run("resume_refusals", {{"train", {{"max_steps", 4}}}});
-  ASSERT_EQ(run_txl({"train", "--config", r.config_path, "--run-dir", r.run}).exit_code, 0);
+  ASSERT_EQ(run_txl({"train", "--config", r.config_path, "--run-dir", r.run}).code, 0);
 
   auto set_model = run_txl({"train", "--resume", r.run, "--set", "model.d_inner=48"});
-  EXPECT_EQ(set_model.exit_code, 2);
+  EXPECT_EQ(set_model.code, 2);
   EXPECT_NE(set_model.output.find("model.d_inner cannot change on --resume; only train.max_steps"),
             std::string::npos)
       << set_model.output;
@@ -218,12 +218,12 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   other["train"]["max_steps"] = 8;
   const std::string other_path = testing::write_config(r.root + "/other.json", other);
   auto with_config = run_txl({"train", "--resume", r.run, "--config", other_path});
-  EXPECT_EQ(with_config.exit_code, 2);
+  EXPECT_EQ(with_config.code, 2);
   EXPECT_NE(with_config.output.find("model.d_inner: 32 vs 48"), std::string::npos)
       << with_config.output;
 
   auto missing = run_txl({"train", "--resume", r.root + "/nothing"});
-  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.output.find("no such run directory"), std::string::npos) << missing.output;
 
   // config.json edited behind the checkpoint's back.
@@ -233,7 +233,7 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   edited["train"]["max_steps"] = 8;
   write_text(r.run + "/config.json", edited.dump());
   auto edited_run = run_txl({"train", "--resume", r.run});
-  EXPECT_EQ(edited_run.exit_code, 2);
+  EXPECT_EQ(edited_run.code, 2);
   EXPECT_NE(edited_run.output.find("different configuration"), std::string::npos)
       << edited_run.output;
   EXPECT_NE(edited_run.output.find("train.lr: 0.003 vs 0.5"), std::string::npos)
@@ -245,7 +245,7 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   const std::string train_text = read_text(r.root + "/corpus/train.txt");
   write_text(r.root + "/corpus/train.txt", train_text + train_text);
   auto changed = run_txl({"train", "--resume", r.run, "--set", "train.max_steps=8"});
-  EXPECT_EQ(changed.exit_code, 2);
+  EXPECT_EQ(changed.code, 2);
   EXPECT_NE(changed.output.find("the training split changed"), std::string::npos) << changed.output;
   write_text(r.root + "/corpus/train.txt", train_text);
 
@@ -254,7 +254,7 @@ TEST(Resume, RefusesChangesThatWouldMakeItAnotherRun) {
   bytes[bytes.size() / 2] ^= 0x01;
   write_text(r.run + "/checkpoint.pt", bytes);
   auto damaged = run_txl({"train", "--resume", r.run, "--set", "train.max_steps=8"});
-  EXPECT_EQ(damaged.exit_code, 2);
+  EXPECT_EQ(damaged.code, 2);
   EXPECT_NE(damaged.output.find(r.run + "/checkpoint.pt: corrupted"), std::string::npos)
       << damaged.output;
   EXPECT_EQ(damaged.output.find("terminate called"), std::string::npos) << damaged.output;
@@ -264,11 +264,11 @@ TEST(NonFinite, InjectedNanStopsNamingTheStepAndTheResumedRunEqualsTheUninterrup
   const RunFixture r = make_run("nan_stop", {{"train", {{"max_steps", 12}, {"eval_interval", 5}}}});
   const auto reference =
       run_txl({"train", "--config", r.config_path, "--run-dir", r.root + "/ref"});
-  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  ASSERT_EQ(reference.code, 0) << reference.output;
 
   const auto stopped = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
                                {"TXL_INJECT_NAN_AT_STEP=7"});
-  EXPECT_EQ(stopped.exit_code, 1);
+  EXPECT_EQ(stopped.code, 1);
   EXPECT_NE(stopped.output.find("step 7: loss nan"), std::string::npos) << stopped.output;
   EXPECT_NE(stopped.output.find("holds step 6, the last finite state"), std::string::npos)
       << stopped.output;
@@ -277,7 +277,7 @@ TEST(NonFinite, InjectedNanStopsNamingTheStepAndTheResumedRunEqualsTheUninterrup
   EXPECT_EQ(read_checkpoint_state(r.run + "/checkpoint.pt").step, 6);
 
   const auto resumed = run_txl({"train", "--resume", r.run});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
   const auto expected = testing::read_losses(r.root + "/ref");
   const auto actual = testing::read_losses(r.run);
   ASSERT_EQ(actual.size(), 12u);
@@ -289,7 +289,7 @@ TEST(NonFinite, SkipNonfiniteSkipsAndCountsTheSteps) {
       make_run("nan_skip", {{"train", {{"max_steps", 10}, {"skip_nonfinite", true}}}});
   const auto result = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
                               {"TXL_INJECT_NAN_AT_STEP=3,4"});
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(result.code, 0) << result.output;
   EXPECT_NE(result.output.find(
                 "step      3: loss nan / gradient norm nan is not finite; skipped (1 so far)"),
             std::string::npos)
@@ -313,7 +313,7 @@ TEST(NonFinite, PersistentNonFiniteStepsStopEvenWhenSkipping) {
   for (int s = 2; s <= 30; ++s) steps += (s > 2 ? "," : "") + std::to_string(s);
   const auto result = run_txl({"train", "--config", r.config_path, "--run-dir", r.run},
                               {"TXL_INJECT_NAN_AT_STEP=" + steps});
-  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(result.code, 1) << result.output;
   EXPECT_NE(result.output.find("20 consecutive non-finite steps were skipped, giving up"),
             std::string::npos)
       << result.output;
