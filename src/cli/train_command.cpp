@@ -6,154 +6,25 @@
 // are written atomically, so that loses at most the steps since the last checkpoint.
 #include <spdlog/fmt/fmt.h>
 
-#include <algorithm>
-#include <atomic>
 #include <memory>
-#include <optional>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/signals.h"
-#include "txl/data/corpus.h"
-#include "txl/run/run_dir.h"
-#include "txl/train/trainer.h"
-#include "txl/util/error.h"
-#include "txl/util/fs.h"
-#include "txl/util/text.h"
+#include "txl/train/run_training.h"
 
 namespace txl {
 
 namespace {
 
-struct TrainCommandOptions {
-  std::string config_path;
-  std::string run_dir;
-  std::string resume_dir;
-  std::vector<std::string> overrides;
-  bool force = false;
-};
-
-std::string key_of(const std::string& assignment) {
-  std::string key = assignment.substr(0, assignment.find('='));
-  const size_t first = key.find_first_not_of(" \t");
-  const size_t last = key.find_last_not_of(" \t");
-  return first == std::string::npos ? "" : key.substr(first, last - first + 1);
-}
-
-bool is_resumable(const std::string& key) {
-  const auto& keys = resumable_keys();
-  return std::find(keys.begin(), keys.end(), key) != keys.end();
-}
-
-// The configuration to resume with: the run's config.json with the resumable keys changed
-// by --set or by --config (which must otherwise equal the run's).
-Config resume_config(const TrainCommandOptions& o) {
-  const RunPaths paths{o.resume_dir};
-  if (!is_regular_file(paths.config())) {
-    throw InputError("--resume " + o.resume_dir + ": " + paths.config() +
-                     " is missing; not a txl run directory");
-  }
-  const nlohmann::json saved =
-      config_to_json(config_from_json(read_json_file(paths.config()), paths.config()));
-  nlohmann::json j = saved;
-  if (!o.config_path.empty()) {
-    nlohmann::json given = read_json_file(o.config_path);
-    for (const auto& assignment : o.overrides) apply_override(given, assignment);
-    const nlohmann::json resolved = config_to_json(config_from_json(given, o.config_path));
-    const auto diffs = config_differences(saved, resolved, resumable_keys());
-    if (!diffs.empty()) {
-      throw InputError("--config " + o.config_path + " differs from the run's " + paths.config() +
-                       " in keys that cannot change on resume (run vs --config: " + join(diffs) +
-                       "); only " + join(resumable_keys()) + " may change");
-    }
-    j = resolved;
-  } else {
-    for (const auto& assignment : o.overrides) {
-      const std::string key = key_of(assignment);
-      if (!is_resumable(key)) {
-        throw InputError("--set " + assignment + ": " + key + " cannot change on --resume; only " +
-                         join(resumable_keys()) + " may change (start a new run for others)");
-      }
-      apply_override(j, assignment);
-    }
-  }
-  Config config = config_from_json(j, paths.config());
-  for (const auto& change : config_differences(saved, config_to_json(config))) {
-    fmt::print(stderr, "resume: changing {} (run vs now)\n", change);
-  }
-  return config;
-}
-
-int run_train(const TrainCommandOptions& o) {
-  Config config;
-  Corpus corpus;
-  TrainOptions options;
-  std::optional<RunLock> lock;
-  const bool resume = !o.resume_dir.empty();
-  bool created_dir = false;
-  if (resume) {
-    if (!is_directory(o.resume_dir)) {
-      throw InputError("--resume " + o.resume_dir + ": no such run directory");
-    }
-    lock.emplace(o.resume_dir);
-    config = resume_config(o);
-    const RunPaths paths{o.resume_dir};
-    if (!is_regular_file(paths.last_checkpoint())) {
-      throw InputError("--resume " + o.resume_dir +
-                       ": no checkpoint.pt there to resume from (the "
-                       "run stopped before its first checkpoint); start it again with txl train "
-                       "--config FILE --run-dir " +
-                       o.resume_dir + " --force");
-    }
-    const auto state = read_checkpoint_state(paths.last_checkpoint());
-    if (state.step >= config.train.max_steps) {
-      throw InputError(o.resume_dir + " already finished (" + std::to_string(state.step) +
-                       " of train.max_steps = " + std::to_string(config.train.max_steps) +
-                       " steps); raise it with --set train.max_steps=N to train further");
-    }
-    check_corpus_dir(config.data);
-    corpus = load_training_data(config);
-    remove_stale_temporaries(o.resume_dir);
-    options.run_dir = o.resume_dir;
-    options.resume = true;
-  } else {
-    if (o.config_path.empty())
-      throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
-    nlohmann::json j = read_json_file(o.config_path);
-    for (const auto& assignment : o.overrides) apply_override(j, assignment);
-    config = config_from_json(j, o.config_path);
-    check_corpus_dir(config.data);
-    options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
-    // Lock before --force clears anything, so a run in progress there is never touched.
-    if (is_directory(options.run_dir)) lock.emplace(options.run_dir);
-    // Every check that can fail on the input comes before the run directory is made or
-    // cleared: a refused run leaves the disk as it was.
-    check_run_dir(options.run_dir, o.force);
-    corpus = load_training_data(config);
-    created_dir = !is_directory(options.run_dir);
-    prepare_run_dir(options.run_dir, o.force);
-    if (!lock) lock.emplace(options.run_dir);
-  }
+int run_train(const TrainRequest& request) {
+  PreparedTraining run = prepare_training(request);
+  const TrainOptions& options = run.options;
   fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir,
-             config_to_json(config).dump());
-
-  options.stop_signal = &stop_signal();
+             config_to_json(run.config).dump());
   TrainSummary summary;
   {
     SignalScope signals;
-    try {
-      summary = train_model(config, options, std::move(corpus));
-    } catch (...) {
-      // A new run that fails before its first checkpoint (out of memory, a full disk) has
-      // nothing to resume; what it wrote (config.json, vocab.json, metrics.jsonl) would only
-      // make the next `txl train` into the same directory refuse it.
-      if (!resume && !is_regular_file(RunPaths{options.run_dir}.last_checkpoint())) {
-        lock.reset();
-        remove_run(options.run_dir, /*keep_dir=*/!created_dir);
-        fmt::print(stderr, "removed what this run wrote to {} (it had no checkpoint yet)\n",
-                   options.run_dir);
-      }
-      throw;
-    }
+    summary = run_training(run, &stop_signal());
   }
 
   if (summary.interrupted) {
@@ -178,7 +49,7 @@ int run_train(const TrainCommandOptions& o) {
 }  // namespace
 
 void setup_train(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<TrainCommandOptions>();
+  auto o = std::make_shared<TrainRequest>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
   auto* run_dir = cmd->add_option("--run-dir", o->run_dir,

@@ -1,0 +1,46 @@
+// The `txl train` workflow as library calls: prepare a new run or a resume (every check that
+// can fail on the input first, then the run directory made or cleared and locked), then
+// train it, removing what a new run wrote when it fails before its first checkpoint.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "txl/config/config.h"
+#include "txl/data/corpus.h"
+#include "txl/run/run_dir.h"
+#include "txl/train/trainer.h"
+
+namespace txl {
+
+struct TrainRequest {
+  std::string config_path;  // new run: required; resume: optional, must equal the run's
+                            // config.json but for resumable_keys()
+  std::string run_dir;      // new run: empty = runs/<config name>-<timestamp>
+  std::string resume_dir;   // non-empty: continue that run from its checkpoint.pt
+  std::vector<std::string> overrides;  // --set key=value (on resume: resumable keys only)
+  bool force = false;                  // new run: clear an existing run directory
+};
+
+// A run ready to train. The lock is held until this is destroyed.
+struct PreparedTraining {
+  Config config;
+  Corpus corpus;
+  TrainOptions options;  // run_dir and resume; stop_signal is run_training's
+  std::unique_ptr<RunLock> lock;
+  bool created_dir = false;  // the run directory did not exist before
+};
+
+// InputError (nothing written, nothing cleared) for any problem with the request, the
+// configuration, the corpus, the run directory or the memory the run needs. Prints the
+// "resume: changing ..." lines of a resume.
+PreparedTraining prepare_training(const TrainRequest& request);
+
+// Trains the prepared run (stop_signal: non-zero = checkpoint and stop after this step). A new
+// run that throws before its first checkpoint removes what it wrote, so the same command can
+// be run again, and rethrows.
+TrainSummary run_training(PreparedTraining& run, const std::atomic<int>* stop_signal);
+
+}  // namespace txl
