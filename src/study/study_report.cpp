@@ -290,6 +290,18 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
       }(),
       spec.eval.checkpoint,
       spec.eval.max_tokens > 0 ? fmt::format("; first {} tokens", spec.eval.max_tokens) : "");
+  // A length past the split (or eval.max_tokens) scores shorter windows than its label: every
+  // cell scores the same windows, so the first result at that length says it for all.
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    std::string note;
+    for (const auto& cell : cells) {
+      for (const auto& protocol : cell.results) {
+        if (note.empty() && i < protocol.size() && protocol[i])
+          note = short_window_note(*protocol[i]);
+      }
+    }
+    if (!note.empty()) md += "- Note: " + note + ".\n";
+  }
   md += fmt::format(
       "- Reproduce: `txl study --config {} --out {}`; one cell: `txl study --config {} --out {} "
       "--cell NAME`, then `--report`.\n",

@@ -46,6 +46,23 @@ CliResult study(const StudyFixture& f, const std::string& out, std::vector<std::
   return run_txl(args, env);
 }
 
+// A length past the valid split (57 targets here) scores the whole split as one window; the
+// report says so instead of labelling the row with a window it never scored.
+TEST(StudyCli, ALengthPastTheSplitIsNotedInTheReport) {
+  auto f = make_study("study_short_split", 2);
+  json spec = json::parse(read_text(f.config));
+  spec["grid"] = {{"model.pos_encoding", {"relative"}}, {"train.seed", {1}}};
+  spec["eval"] = {{"methods", {"nonoverlap"}}, {"lengths", {8, 64}}};
+  write_config(f.config, spec);
+  const std::string out = f.root + "/out";
+  const auto r = study(f, out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string report = read_text(out + "/report.md");
+  EXPECT_NE(report.find("- Note: length 64: only 57 tokens were scored"), std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("- Note: length 8"), std::string::npos) << report;
+}
+
 TEST(StudyCli, ReportAndResultsHoldEveryCellAndNumber) {
   const auto f = make_study("study_full");
   const std::string out = f.root + "/out";
@@ -82,6 +99,11 @@ TEST(StudyCli, ReportAndResultsHoldEveryCellAndNumber) {
   EXPECT_NE(report.find("![perplexity against length, nonoverlap](plots/ppl-nonoverlap.png)"),
             std::string::npos);
   EXPECT_NE(report.find("| **8** |"), std::string::npos);  // the training length is marked
+  // Memory splits the 57 valid tokens into 16 streams: at L = 16 its segments hold at most 9
+  // tokens, and the report says so; 4 and 8 are scored as labelled.
+  EXPECT_NE(report.find("- Note: length 16: only 57 tokens"), std::string::npos) << report;
+  EXPECT_EQ(report.find("- Note: length 4"), std::string::npos) << report;
+  EXPECT_EQ(report.find("- Note: length 8"), std::string::npos) << report;
   // Re-running reuses everything: no training, the same numbers.
   const auto again = study(f, out);
   ASSERT_EQ(again.code, 0) << again.output;

@@ -16,10 +16,10 @@
 namespace txl {
 
 struct TrainRequest {
-  std::string config_path;  // new run: required; resume: optional, must equal the run's
-                            // config.json but for resumable_keys()
-  std::string run_dir;      // new run: empty = runs/<config name>-<timestamp>
-  std::string resume_dir;   // non-empty: continue that run from its checkpoint.pt
+  std::string config_path;             // new run: required; resume: optional, must equal the run's
+                                       // config.json but for resumable_keys()
+  std::string run_dir;                 // new run: empty = runs/<config name>-<timestamp>
+  std::string resume_dir;              // non-empty: continue that run from its checkpoint.pt
   std::vector<std::string> overrides;  // --set key=value (on resume: resumable keys only)
   bool force = false;                  // new run: clear an existing run directory
 };
