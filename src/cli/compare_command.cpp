@@ -29,21 +29,13 @@ bool ends_with_png(const std::string& path) {
 
 int run_compare(const CompareCommandOptions& o) {
   // Every option before any work: bad input writes nothing.
-  const auto checked = check_eval_options(o);
+  const EvalPlan plan = check_eval_options(o);
   check_output_path(o.plot_path, "--plot");
   if (!o.plot_path.empty() && !ends_with_png(o.plot_path)) {
     throw InputError("--plot " + o.plot_path + " must end in .png (an .svg is written next to it)");
   }
   set_threads(o.threads);
-  CompareOptions options;
-  options.runs = o.run_dirs;
-  options.settings = checked.settings;
-  options.lengths = checked.lengths;
-  options.split = o.split;
-  options.checkpoint = o.checkpoint;
-  options.read_cache = !o.no_cache;
-  options.per_position = o.per_position;
-  const auto [c, stats] = compare_runs(options);
+  const auto [c, stats] = compare_runs({plan, o.run_dirs});
 
   // Table and JSON first, so a missing plotting tool loses nothing.
   fmt::print("{}", format_comparison_table(c));

@@ -19,17 +19,9 @@ struct EvalCommandOptions : EvalCliOptions {
 
 int run_eval(const EvalCommandOptions& o) {
   // Every option before any work, so bad input writes nothing.
-  const auto checked = check_eval_options(o);
+  const EvalPlan plan = check_eval_options(o);
   set_threads(o.threads);
-  RunEvalOptions options;
-  options.run_dir = o.run_dir;
-  options.settings = checked.settings;
-  options.lengths = checked.lengths;
-  options.split = o.split;
-  options.checkpoint = o.checkpoint;
-  options.read_cache = !o.no_cache;
-  options.per_position = o.per_position;
-  const auto [report, stats] = evaluate_run(options);
+  const auto [report, stats] = evaluate_run({plan, o.run_dir});
 
   fmt::print("{}", format_report_table(report));
   if (stats.unknown > 0) {

@@ -40,8 +40,8 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--json", o.json_path, help.json);
 }
 
-CheckedEvalOptions check_eval_options(const EvalCliOptions& o) {
-  CheckedEvalOptions c;
+EvalPlan check_eval_options(const EvalCliOptions& o) {
+  EvalPlan c;
   c.settings.method = parse_eval_method(o.method);
   c.settings.precision = parse_precision(o.precision, "--precision");
   // Given values must mean what they say; the defaults are asked for by leaving a flag out.
@@ -78,6 +78,10 @@ CheckedEvalOptions check_eval_options(const EvalCliOptions& o) {
     throw InputError("--max-tokens must be >= 0, got " + std::to_string(o.max_tokens));
   check_output_path(o.json_path, "--json");
   if (!o.lengths.empty()) c.lengths = parse_lengths(o.lengths, "--lengths");
+  c.split = o.split;
+  c.checkpoint = o.checkpoint;
+  c.read_cache = !o.no_cache;
+  c.per_position = o.per_position;
   return c;
 }
 

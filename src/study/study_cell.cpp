@@ -14,6 +14,7 @@
 #include "txl/platform/runtime.h"
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
+#include "txl/train/resume.h"
 #include "txl/train/trainer.h"
 #include "txl/util/clock.h"
 #include "txl/util/error.h"

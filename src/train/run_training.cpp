@@ -6,6 +6,7 @@
 
 #include "txl/config/config_diff.h"
 #include "txl/run/checkpoint.h"
+#include "txl/train/resume.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"

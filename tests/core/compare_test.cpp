@@ -187,23 +187,10 @@ void write_foreign_version_checkpoint(const std::string& from, const std::string
 // What `txl compare RUNS...` and `txl eval --run RUN` check before they evaluate or write
 // anything, called in this process: the option checks, then the library workflow.
 void compare_in_process(const std::vector<std::string>& runs, const EvalCliOptions& o) {
-  const auto checked = check_eval_options(o);
-  CompareOptions c;
-  c.runs = runs;
-  c.settings = checked.settings;
-  c.lengths = checked.lengths;
-  c.split = o.split;
-  c.checkpoint = o.checkpoint;
-  compare_runs(c);
+  compare_runs({check_eval_options(o), runs});
 }
 void eval_in_process(const std::string& run, const EvalCliOptions& o) {
-  const auto checked = check_eval_options(o);
-  RunEvalOptions e;
-  e.run_dir = run;
-  e.settings = checked.settings;
-  e.lengths = checked.lengths;
-  e.split = o.split;
-  evaluate_run(e);
+  evaluate_run({check_eval_options(o), run});
 }
 EvalCliOptions with_lengths(const std::string& lengths, const std::string& method = "nonoverlap") {
   EvalCliOptions o;

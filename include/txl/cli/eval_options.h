@@ -46,12 +46,8 @@ struct EvalOptionHelp {
 // Registers every EvalCliOptions field on `cmd` (all but --json first, then --json).
 void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& help);
 
-// The options after checking every one that needs no run: InputError naming the option
-// otherwise, before any work, so bad input writes nothing.
-struct CheckedEvalOptions {
-  EvalSettings settings;
-  std::vector<int64_t> lengths;  // empty: the run's eval.lengths
-};
-CheckedEvalOptions check_eval_options(const EvalCliOptions& o);
+// The options as an evaluation plan, after checking every one that needs no run: InputError
+// naming the option otherwise, before any work, so bad input writes nothing.
+EvalPlan check_eval_options(const EvalCliOptions& o);
 
 }  // namespace txl

@@ -25,14 +25,9 @@ struct RunSpec {
 };
 RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base);
 
-struct CompareOptions {
+// The plan's settings hold for every run; a run given as DIR@aid replaces the aid.
+struct CompareOptions : EvalPlan {
   std::vector<std::string> runs;  // parse_run_spec arguments, at least one
-  EvalSettings settings;          // for every run (an @aid replaces the aid)
-  std::vector<int64_t> lengths;   // empty: the first run's eval.lengths
-  std::string split;              // empty: the first run's eval.split
-  std::string checkpoint = "best";
-  bool read_cache = true;
-  bool per_position = false;
 };
 
 struct CompareOutcome {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "txl/eval/evaluate.h"
 
@@ -22,6 +23,17 @@ struct EvalSettings {
   Precision precision = Precision::kFp32;
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // --aid
   double aid_factor = 0.0;                         // --aid-factor (0 = derived)
+};
+
+// What `txl eval` and `txl compare` evaluate each run at (beside which runs): the settings,
+// lengths and split (empty: the run's, or the first run's), the checkpoint and the cache.
+struct EvalPlan {
+  EvalSettings settings;
+  std::vector<int64_t> lengths;  // empty: the run's eval.lengths
+  std::string split;             // empty: the run's eval.split
+  std::string checkpoint = "best";
+  bool read_cache = true;
+  bool per_position = false;
 };
 
 // train_len: the run's training_length (what a derived aid factor divides by).

@@ -14,14 +14,8 @@
 
 namespace txl {
 
-struct RunEvalOptions {
+struct RunEvalOptions : EvalPlan {
   std::string run_dir;
-  EvalSettings settings;
-  std::vector<int64_t> lengths;  // empty: the run's eval.lengths
-  std::string split;             // empty: the run's eval.split
-  std::string checkpoint = "best";
-  bool read_cache = true;
-  bool per_position = false;
 };
 
 struct RunEvalOutcome {

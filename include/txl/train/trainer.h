@@ -30,7 +30,6 @@
 
 #include "txl/config/config.h"
 #include "txl/data/corpus.h"
-#include "txl/train/resume.h"  // resumable_keys
 
 namespace txl {
 
