@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "txl/data/tokenizers.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
@@ -21,31 +22,6 @@ constexpr int kVocabVersion = 1;
 
 // 0xFF never occurs in UTF-8, so it separates tokens unambiguously.
 constexpr unsigned char kChecksumSeparator = 0xFF;
-
-// Checks that one token can be produced by the tokenizer of `kind`; returns the reason when
-// it cannot, or an empty string.
-std::string token_problem(TokenizerKind kind, const std::string& token, const std::string& source) {
-  if (token.empty()) return "is empty";
-  if (token == kUnkToken) return "";
-  if (kind == TokenizerKind::kWord && token == kEosToken) return "";
-  size_t pos = 0;
-  try {
-    check_utf8(token, source);
-    if (kind == TokenizerKind::kChar) {
-      next_code_point(token, &pos, source);
-      if (pos != token.size()) return "is not a single code point (char vocabulary)";
-      return "";
-    }
-  } catch (const InputError&) {
-    return "is not valid UTF-8";
-  }
-  for (char c : token) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
-      return "contains whitespace (word vocabulary)";
-    }
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -115,15 +91,16 @@ Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
               ", this build reads version " + std::to_string(kVocabVersion));
   }
   const auto tokenizer = j.find("tokenizer");
+  const std::string name = tokenizer == j.end()     ? "(missing)"
+                           : tokenizer->is_string() ? tokenizer->get<std::string>()
+                                                    : tokenizer->dump();
   TokenizerKind kind;
-  if (tokenizer != j.end() && *tokenizer == to_string(TokenizerKind::kChar)) {
-    kind = TokenizerKind::kChar;
-  } else if (tokenizer != j.end() && *tokenizer == to_string(TokenizerKind::kWord)) {
-    kind = TokenizerKind::kWord;
-  } else {
-    throw bad("\"tokenizer\" must be \"char\" or \"word\", got " +
-              (tokenizer == j.end() ? std::string("nothing") : tokenizer->dump()));
+  try {
+    kind = parse_tokenizer_kind(name, "\"tokenizer\"");
+  } catch (const InputError& e) {
+    throw bad(e.what());
   }
+  const TokenizerDef& def = tokenizer_def(kind);
   const auto tokens_it = j.find("tokens");
   if (tokens_it == j.end() || !tokens_it->is_array()) {
     throw bad("\"tokens\" must be an array of strings");
@@ -136,7 +113,7 @@ Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
     const std::string where = "tokens[" + std::to_string(i) + "]";
     if (!t.is_string()) throw bad(where + " must be a string, got " + t.dump());
     const auto& s = t.get_ref<const std::string&>();
-    const std::string problem = token_problem(kind, s, source);
+    const std::string problem = def.token_problem(s, source);
     if (!problem.empty()) throw bad(where + " " + problem);
     const auto [it, fresh] = seen.emplace(s, i);
     if (!fresh) {
@@ -145,8 +122,9 @@ Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
     tokens.push_back(s);
   }
   if (seen.count(kUnkToken) == 0) throw bad("\"tokens\" lacks " + std::string(kUnkToken));
-  if (kind == TokenizerKind::kWord && seen.count(kEosToken) == 0) {
-    throw bad("\"tokens\" lacks " + std::string(kEosToken) + " (required by the word tokenizer)");
+  if (def.eos_per_line && seen.count(kEosToken) == 0) {
+    throw bad("\"tokens\" lacks " + std::string(kEosToken) + " (required by the " +
+              to_string(kind) + " tokenizer)");
   }
   return Vocab(kind, std::move(tokens));
 }

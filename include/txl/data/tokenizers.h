@@ -1,0 +1,42 @@
+// The tokenizer table: one entry per data.tokenizer value, each defined in its own file
+// under src/data/tokenizers/. The free functions of tokenizer.h and the vocabulary checks
+// dispatch through it, so a new tokenizer is one file and one line in the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "txl/config/config.h"
+#include "txl/data/tokenizer.h"
+#include "txl/data/vocab.h"
+
+namespace txl {
+
+struct TokenizerDef {
+  TokenizerKind kind;
+  // Line ends are <eos> tokens (the text's '\n' is not a token of its own).
+  bool eos_per_line = false;
+  // Builds the vocabulary from the training split (tokenizer.h: build_vocab).
+  Vocab (*build)(std::string_view train_text, const DataConfig& config, const std::string& source);
+  // Text -> ids; fills stats->tokens and stats->unknown when stats is not null.
+  std::vector<int32_t> (*encode)(std::string_view text, const Vocab& vocab,
+                                 const std::string& source, EncodeStats* stats);
+  std::string (*decode)(const std::vector<int64_t>& ids, const Vocab& vocab);
+  // The token strings of a text, without a vocabulary (tokenizer.h: split_tokens).
+  std::vector<std::string> (*split)(std::string_view text, const std::string& source);
+  // At least this many tokens (exactly, where the count needs no vocabulary): the corpus
+  // check before a run directory exists.
+  int64_t (*count)(std::string_view text, const std::string& source);
+  // "" when a vocabulary of this kind may hold `token` (vocab.json checks), else why not.
+  std::string (*token_problem)(const std::string& token, const std::string& source);
+};
+
+const TokenizerDef& tokenizer_def(TokenizerKind kind);
+
+// The definitions, one per file.
+const TokenizerDef& char_tokenizer();
+const TokenizerDef& word_tokenizer();
+
+}  // namespace txl
