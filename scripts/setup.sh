@@ -32,7 +32,8 @@ cd "$repo"
 build_dir=build
 
 packages=(build-essential cmake ninja-build ccache git pkg-config libtorch-dev
-  libopenblas0-openmp libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev gnuplot-nox)
+  libopenblas0-openmp libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev gnuplot-nox
+  libsentencepiece-dev)
 
 # Sub-second timer for the phase report (bash 5).
 now() { echo "${EPOCHREALTIME/,/.}"; }

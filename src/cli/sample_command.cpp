@@ -43,8 +43,15 @@ std::string code_point_name(const std::string& ch) {
   return fmt::format("'{}' (U+{:04X})", ch, static_cast<uint32_t>(cp));
 }
 
-// Prompt text -> ids. Word prompts get no trailing <eos> unless the text ends a line.
+// Prompt text -> ids. Word and subword prompts get no trailing <eos> unless the text ends a
+// line; a subword model has a piece (or bytes) for every character.
 std::vector<int64_t> encode_prompt(const std::string& prompt, const Vocab& vocab) {
+  if (vocab.subword() != nullptr) {
+    if (prompt.empty()) return {};
+    const auto ids = encode(prompt, vocab, "--prompt");
+    const bool drop_eos = prompt.back() != '\n';
+    return {ids.begin(), ids.end() - (drop_eos ? 1 : 0)};
+  }
   auto pieces = split_tokens(prompt, vocab.kind(), "--prompt");
   if (vocab.kind() == TokenizerKind::kWord && !pieces.empty() && pieces.back() == kEosToken &&
       (prompt.empty() || prompt.back() != '\n')) {
@@ -78,7 +85,7 @@ std::vector<int64_t> encode_prompt(const std::string& prompt, const Vocab& vocab
 
 // The token generation starts from when the prompt is empty: the start of a line.
 int64_t start_token(const Vocab& vocab) {
-  if (vocab.kind() == TokenizerKind::kWord) return vocab.id(kEosToken);
+  if (vocab.kind() != TokenizerKind::kChar) return vocab.id(kEosToken);
   if (vocab.contains("\n")) return vocab.id("\n");
   return vocab.unk_id() == 0 && vocab.size() > 1 ? 1 : 0;  // the most frequent token
 }

@@ -41,7 +41,9 @@ using EnumNames = std::vector<std::pair<E, const char*>>;
 
 const EnumNames<TokenizerKind>& names_of(TokenizerKind) {
   static const EnumNames<TokenizerKind> names = {{TokenizerKind::kChar, "char"},
-                                                 {TokenizerKind::kWord, "word"}};
+                                                 {TokenizerKind::kWord, "word"},
+                                                 {TokenizerKind::kBpe, "bpe"},
+                                                 {TokenizerKind::kUnigram, "unigram"}};
   return names;
 }
 
@@ -185,9 +187,11 @@ const Fields<DataConfig>& data_fields() {
   using S = DataConfig;
   static const Fields<S> fields = {
       {"dir", &S::dir, "folder with train.txt, valid.txt, test.txt (required)"},
-      {"tokenizer", &S::tokenizer, "char (code points) | word (whitespace + <eos>)"},
+      {"tokenizer", &S::tokenizer,
+       "char (code points) | word (whitespace + <eos>) | bpe | unigram (sentencepiece subwords)"},
       {"min_freq", &S::min_freq, "word: rarer training words become <unk>"},
       {"max_vocab", &S::max_vocab, "word: keep the most frequent N (0 = no limit)"},
+      {"vocab_size", &S::vocab_size, "bpe, unigram: the subword vocabulary's size (required)"},
   };
   return fields;
 }

@@ -55,6 +55,40 @@ void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
   }
 }
 
+// Far above the vocabularies subword models use (8k-256k): a larger number is a typo.
+constexpr int64_t kMaxSubwordVocab = 1'000'000;
+
+bool is_subword(TokenizerKind kind) {
+  return kind == TokenizerKind::kBpe || kind == TokenizerKind::kUnigram;
+}
+
+void validate_data(const DataConfig& data) {
+  if (data.dir.empty()) {
+    throw InputError("data.dir is empty; set it to the folder with train.txt, valid.txt, test.txt");
+  }
+  require_at_least("data.min_freq", data.min_freq, 1);
+  require_at_least("data.max_vocab", data.max_vocab, 0);
+  const std::string tokenizer = to_string(data.tokenizer);
+  if (is_subword(data.tokenizer)) {
+    if (data.vocab_size == 0) {
+      throw InputError("data.vocab_size is not set; the " + tokenizer +
+                       " tokenizer needs it (for example 8000; at least 256 byte pieces, <unk>, "
+                       "<eos> and the training split's characters)");
+    }
+    require_at_least("data.vocab_size", data.vocab_size, 1);
+    if (data.vocab_size > kMaxSubwordVocab) {
+      throw InputError("data.vocab_size (" + std::to_string(data.vocab_size) + ") is too large; " +
+                       "expected at most " + std::to_string(kMaxSubwordVocab));
+    }
+  } else if (data.vocab_size != 0) {
+    throw InputError("data.vocab_size (" + std::to_string(data.vocab_size) +
+                     ") applies to the bpe and unigram tokenizers, not " + tokenizer +
+                     (data.tokenizer == TokenizerKind::kWord
+                          ? " (a word vocabulary is cut with data.max_vocab)"
+                          : " (a char vocabulary is every character of the training split)"));
+  }
+}
+
 }  // namespace
 
 void validate(const Config& config) {
@@ -63,11 +97,7 @@ void validate(const Config& config) {
   const TrainConfig& train = config.train;
   const EvalConfig& eval = config.eval;
 
-  if (data.dir.empty()) {
-    throw InputError("data.dir is empty; set it to the folder with train.txt, valid.txt, test.txt");
-  }
-  require_at_least("data.min_freq", data.min_freq, 1);
-  require_at_least("data.max_vocab", data.max_vocab, 0);
+  validate_data(data);
 
   require_at_least("model.n_layer", model.n_layer, 1);
   require_at_least("model.d_model", model.d_model, 1);

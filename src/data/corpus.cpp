@@ -1,15 +1,22 @@
 #include "txl/data/corpus.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
+#include "txl/data/subword_model.h"
+#include "txl/data/token_cache.h"
+#include "txl/data/tokenize_text.h"
 #include "txl/data/tokenizer.h"
+#include "txl/data/tokenizers.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/hash.h"
 
 namespace txl {
 
@@ -62,6 +69,63 @@ void check_token_count(int64_t n, const std::string& path, TokenizerKind kind) {
 
 const char* const kSplits[] = {"train", "valid", "test"};
 
+void cache_warning(const std::string& what) {
+  fmt::print(stderr, "warning: token cache: {}\n", what);
+}
+
+// The vocabulary of a training split: from the token cache, or built (and cached).
+Vocab vocab_for(const std::string& train_text, const DataConfig& config, const std::string& path) {
+  const std::string cache = token_cache_dir();
+  const uint64_t hash = xxh64(train_text.data(), train_text.size());
+  if (!cache.empty()) {
+    std::string problem;
+    if (auto vocab = read_cached_vocab(cache, hash, config, &problem)) return std::move(*vocab);
+    if (!problem.empty()) cache_warning(problem + "; building the vocabulary again");
+  }
+  const bool subword = tokenizer_def(config.tokenizer).subword;
+  const auto start = std::chrono::steady_clock::now();
+  if (subword) {
+    fmt::print(stderr, "training the {} tokenizer ({} pieces) on {} ({:.1f} MB)...\n",
+               to_string(config.tokenizer), config.vocab_size, path, train_text.size() * 1e-6);
+  }
+  Vocab vocab = build_vocab(train_text, config, path);
+  if (subword) {
+    fmt::print(stderr, "trained the {} tokenizer in {:.1f} s\n", to_string(config.tokenizer),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (!cache.empty()) {
+    const std::string failed = write_cached_vocab(cache, hash, config, vocab);
+    if (!failed.empty()) cache_warning(failed);
+  }
+  return vocab;
+}
+
+// A split's ids: from the token cache, or tokenized (and cached).
+std::vector<int32_t> tokenize_split(const std::string& text, const Vocab& vocab,
+                                    const std::string& path, EncodeStats* stats) {
+  const std::string cache = token_cache_dir();
+  const SplitKey key{xxh64(text.data(), text.size()), vocab.checksum()};
+  std::optional<TokenizedSplit> split;
+  if (!cache.empty()) {
+    std::string problem;
+    split = read_cached_ids(cache, key, &problem);
+    if (!problem.empty()) cache_warning(problem + "; tokenizing " + path + " again");
+  }
+  if (!split) {
+    split = tokenize_text(text, vocab, path);
+    if (!cache.empty()) {
+      const std::string failed = write_cached_ids(cache, key, *split);
+      if (!failed.empty()) cache_warning(failed);
+    }
+  }
+  if (stats != nullptr) {
+    stats->tokens = static_cast<int64_t>(split->ids.size());
+    stats->unknown = split->unknown;
+    stats->bytes = static_cast<int64_t>(text.size());
+  }
+  return std::move(split->ids);
+}
+
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
@@ -92,6 +156,11 @@ std::string split_path(const std::string& dir, const std::string& split) {
 }
 
 void check_corpus_dir(const DataConfig& config) {
+  if (tokenizer_def(config.tokenizer).subword && !subword_available()) {
+    throw InputError("data.tokenizer: " + to_string(config.tokenizer) +
+                     " needs sentencepiece, but " + subword_problem() +
+                     " (build txl with libsentencepiece-dev installed)");
+  }
   check_dir(config.dir);
   for (const char* split : kSplits) {
     const std::string path = split_path(config.dir, split);
@@ -105,8 +174,8 @@ Corpus load_corpus(const DataConfig& config) {
   Corpus corpus;
   const std::string train_path = split_path(config.dir, "train");
   const std::string train_text = read_split(config.dir, "train");
-  corpus.vocab = build_vocab(train_text, config, train_path);
-  corpus.train = encode(train_text, corpus.vocab, train_path);
+  corpus.vocab = vocab_for(train_text, config, train_path);
+  corpus.train = tokenize_split(train_text, corpus.vocab, train_path, nullptr);
   check_token_count(static_cast<int64_t>(corpus.train.size()), train_path, config.tokenizer);
   corpus.valid = load_split(config.dir, "valid", corpus.vocab);
   corpus.test = load_split(config.dir, "test", corpus.vocab);
@@ -117,7 +186,7 @@ std::vector<int32_t> load_split(const std::string& dir, const std::string& split
                                 const Vocab& vocab, EncodeStats* stats) {
   check_dir(dir);
   const std::string path = split_path(dir, split);
-  std::vector<int32_t> ids = encode(read_split(dir, split), vocab, path, stats);
+  std::vector<int32_t> ids = tokenize_split(read_split(dir, split), vocab, path, stats);
   check_token_count(static_cast<int64_t>(ids.size()), path, vocab.kind());
   return ids;
 }

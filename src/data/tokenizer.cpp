@@ -11,7 +11,8 @@ namespace {
 
 // One line per data.tokenizer value.
 const std::vector<const TokenizerDef*>& table() {
-  static const std::vector<const TokenizerDef*> defs = {&char_tokenizer(), &word_tokenizer()};
+  static const std::vector<const TokenizerDef*> defs = {&char_tokenizer(), &word_tokenizer(),
+                                                        &bpe_tokenizer(), &unigram_tokenizer()};
   return defs;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -23,7 +24,49 @@ constexpr int kVocabVersion = 1;
 // 0xFF never occurs in UTF-8, so it separates tokens unambiguously.
 constexpr unsigned char kChecksumSeparator = 0xFF;
 
+std::string model_path_beside(const std::string& vocab_path) {
+  return (std::filesystem::path(vocab_path).parent_path() / kSubwordModelFile).string();
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The model a subword vocab.json names: its file beside vocab.json, checked against the
+// recorded XXH64 and against the vocabulary's tokens.
+std::shared_ptr<const SubwordModel> read_subword_model(const nlohmann::json& j,
+                                                       const std::string& source) {
+  const auto bad = [&](const std::string& what) { return InputError(source + ": " + what); };
+  const auto name = j.find("model");
+  const auto hash = j.find("model_xxh64");
+  if (name == j.end() || *name != kSubwordModelFile || hash == j.end() || !hash->is_string()) {
+    throw bad(std::string("a subword vocabulary needs \"model\": \"") + kSubwordModelFile +
+              "\" and \"model_xxh64\"");
+  }
+  const std::string path = model_path_beside(source);
+  if (!std::filesystem::exists(path)) {
+    throw InputError(path + ": missing; the subword vocabulary " + source + " needs its model");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (!in) throw InputError(path + ": cannot read the subword model");
+  std::string bytes = buf.str();
+  if (hex64(xxh64(bytes.data(), bytes.size())) != hash->get<std::string>()) {
+    throw InputError(path + ": damaged or replaced (its XXH64 differs from the one " + source +
+                     " records)");
+  }
+  return SubwordModel::load(std::move(bytes), path);
+}
+
 }  // namespace
+
+Vocab::Vocab(TokenizerKind kind, std::shared_ptr<const SubwordModel> model)
+    : Vocab(kind, model->pieces()) {
+  subword_ = std::move(model);
+}
 
 Vocab::Vocab(TokenizerKind kind, std::vector<std::string> tokens)
     : kind_(kind), tokens_(std::move(tokens)) {
@@ -60,14 +103,23 @@ uint64_t Vocab::checksum() const {
     h.add_byte(kChecksumSeparator);
     h.add(t);
   }
+  if (subword_) {
+    h.add_byte(kChecksumSeparator);
+    h.add(subword_->bytes());
+  }
   return h.value();
 }
 
 nlohmann::json Vocab::to_json() const {
-  return nlohmann::json{{"format", kVocabFormat},
-                        {"version", kVocabVersion},
-                        {"tokenizer", to_string(kind_)},
-                        {"tokens", tokens_}};
+  nlohmann::json j{{"format", kVocabFormat},
+                   {"version", kVocabVersion},
+                   {"tokenizer", to_string(kind_)},
+                   {"tokens", tokens_}};
+  if (subword_) {
+    j["model"] = kSubwordModelFile;
+    j["model_xxh64"] = hex64(xxh64(subword_->bytes().data(), subword_->bytes().size()));
+  }
+  return j;
 }
 
 Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
@@ -75,8 +127,10 @@ Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw bad("a vocabulary must be a JSON object");
   for (const auto& item : j.items()) {
     const auto& k = item.key();
-    if (k != "format" && k != "version" && k != "tokenizer" && k != "tokens") {
-      throw bad("unknown key \"" + k + "\" (allowed: format, version, tokenizer, tokens)");
+    if (k != "format" && k != "version" && k != "tokenizer" && k != "tokens" && k != "model" &&
+        k != "model_xxh64") {
+      throw bad("unknown key \"" + k +
+                "\" (allowed: format, version, tokenizer, tokens, model, model_xxh64)");
     }
   }
   const auto format = j.find("format");
@@ -126,10 +180,16 @@ Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
     throw bad("\"tokens\" lacks " + std::string(kEosToken) + " (required by the " +
               to_string(kind) + " tokenizer)");
   }
-  return Vocab(kind, std::move(tokens));
+  if (!def.subword) return Vocab(kind, std::move(tokens));
+  auto model = read_subword_model(j, source);
+  if (model->pieces() != tokens) {
+    throw bad(std::string("\"tokens\" differ from the pieces of ") + kSubwordModelFile);
+  }
+  return Vocab(kind, std::move(model));
 }
 
 void Vocab::save(const std::string& path) const {
+  if (subword_) write_file_atomic(model_path_beside(path), subword_->bytes());
   write_file_atomic(path, to_json().dump(1) + "\n");
 }
 
@@ -155,7 +215,8 @@ Vocab Vocab::load(const std::string& path) {
 }
 
 bool operator==(const Vocab& a, const Vocab& b) {
-  return a.kind() == b.kind() && a.tokens() == b.tokens();
+  const auto model = [](const Vocab& v) { return v.subword() ? v.subword()->bytes() : ""; };
+  return a.kind() == b.kind() && a.tokens() == b.tokens() && model(a) == model(b);
 }
 
 }  // namespace txl

@@ -53,7 +53,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
         results.push_back({{"length", run.results[i].length}, {"skipped", run.skipped[i]}});
         continue;
       }
-      auto row = summary_to_json(run.results[i], chars, c.bootstrap);
+      auto row = summary_to_json(run.results[i], chars, c.bootstrap, c.bytes_per_token);
       row["cached"] = i < run.cached.size() && run.cached[i];
       if (c.per_position) row["per_position"] = per_position_to_json(run.results[i]);
       results.push_back(row);
@@ -71,6 +71,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
                       {"data_dir", c.data_dir},
                       {"split", c.split},
                       {"tokenizer", c.tokenizer},
+                      {"bytes_per_token", c.bytes_per_token},
                       {"method", c.method},
                       {"lengths", c.lengths},
                       {"interval", to_json(c.bootstrap)},
@@ -169,6 +170,11 @@ std::string format_comparison_table(const Comparison& c) {
   out +=
       "ppl = exp(total NLL / tokens scored); every run scores the same tokens in the same "
       "windows\n";
+  if (c.bytes_per_token > 0) {
+    out += fmt::format(
+        "bits per byte = log2(ppl) / {:.3f} ({} tokens of this split average {:.3f} UTF-8 bytes)\n",
+        c.bytes_per_token, c.tokenizer, c.bytes_per_token);
+  }
   out += "intervals: " + describe(c.bootstrap);
   if (paired) {
     out += fmt::format(

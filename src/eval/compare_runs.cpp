@@ -42,6 +42,18 @@ ComparedRuns load_compared_runs(const CompareOptions& o) {
   for (const auto& arg : o.runs) c.specs.push_back(parse_run_spec(arg, o.settings));
   for (const auto& spec : c.specs) c.runs.push_back(load_run(spec.dir, o.checkpoint));
   for (size_t i = 1; i < c.runs.size(); ++i) {
+    const TokenizerKind first = c.runs[0].vocab.kind();
+    const TokenizerKind other = c.runs[i].vocab.kind();
+    if (other != first) {
+      throw InputError(
+          "runs " + c.specs[0].dir + " (" + to_string(first) + " tokenizer, " +
+          std::to_string(c.runs[0].vocab.size()) + " tokens) and " + c.specs[i].dir + " (" +
+          to_string(other) + " tokenizer, " + std::to_string(c.runs[i].vocab.size()) +
+          " tokens) use different tokenizers, so they have different vocabularies, their "
+          "perplexities count different units and no pairing over the same windows exists; "
+          "compare bits per byte instead (txl eval prints it for each run, and txl study "
+          "reports it)");
+    }
     if (c.runs[i].vocab.checksum() != c.runs[0].vocab.checksum()) {
       throw InputError("runs " + c.specs[0].dir + " and " + c.specs[i].dir +
                        " have different vocabularies (" + vocab_summary(c.runs[0]) + " vs " +
@@ -175,6 +187,7 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   c.corpus = run_name(c.data_dir);
   c.split = runs.split;
   c.tokenizer = to_string(runs.runs[0].config.data.tokenizer);
+  c.bytes_per_token = bytes_per_token(out.stats);
   c.method = to_string(o.settings.method);
   c.lengths = runs.lengths;
   c.per_position = o.per_position;

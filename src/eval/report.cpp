@@ -58,7 +58,12 @@ std::string method_setting(const EvalResult& r) {
   return method == "-" ? aid : method + ", " + aid;
 }
 
-nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapOptions& bootstrap) {
+double bits_per_byte(double bits_per_token, double bytes_per_token) {
+  return bits_per_token / bytes_per_token;
+}
+
+nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapOptions& bootstrap,
+                               double bytes_per_token) {
   const auto ci = mean_nll_interval(e, bootstrap);
   nlohmann::json row = {{"method", to_string(e.method)},
                         {"length", e.length},
@@ -74,6 +79,11 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
     row["bpc"] = e.bpc();
     row["bpc_lo"] = maybe(ci.valid, to_bits(ci.lo));
     row["bpc_hi"] = maybe(ci.valid, to_bits(ci.hi));
+  }
+  if (bytes_per_token > 0) {
+    row["bpb"] = bits_per_byte(e.bpc(), bytes_per_token);
+    row["bpb_lo"] = maybe(ci.valid, bits_per_byte(to_bits(ci.lo), bytes_per_token));
+    row["bpb_hi"] = maybe(ci.valid, bits_per_byte(to_bits(ci.hi), bytes_per_token));
   }
   if (e.aid != ExtrapolationAid::kNone) {
     row["aid"] = to_string(e.aid);
@@ -130,7 +140,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
   nlohmann::json results = nlohmann::json::array();
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
-    auto row = summary_to_json(e, chars, r.bootstrap);
+    auto row = summary_to_json(e, chars, r.bootstrap, r.bytes_per_token);
     row["cached"] = i < r.cached.size() && r.cached[i];
     if (r.per_position) row["per_position"] = per_position_to_json(e);
     results.push_back(row);
@@ -141,6 +151,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
           {"encoding", r.encoding},
           {"tokenizer", r.tokenizer},
           {"train_length", r.train_length},
+          {"bytes_per_token", r.bytes_per_token},
           {"checkpoint", r.checkpoint},
           {"checkpoint_step", r.checkpoint_step},
           {"interval", to_json(r.bootstrap)},
@@ -149,26 +160,36 @@ nlohmann::json report_to_json(const EvalReport& r) {
 
 std::string format_report_table(const EvalReport& r) {
   const bool chars = r.tokenizer == "char";
+  const bool bytes = r.bytes_per_token > 0;
   std::string out =
       fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run, r.encoding,
                   r.split, r.checkpoint, r.checkpoint_step, r.train_length);
   if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
-  out += fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length",
-                     "method", "setting", "tokens", "windows", "nll/token", "ppl", "95% interval",
-                     chars ? fmt::format(" {:>7}", "bpc") : "");
+  out += fmt::format(
+      "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length", "method", "setting",
+      "tokens", "windows", "nll/token", "ppl", "95% interval",
+      (chars ? fmt::format(" {:>7}", "bpc") : "") + (bytes ? fmt::format(" {:>7}", "bpb") : ""));
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
     std::string mark = e.length == r.train_length ? " *" : "";
     if (!short_window_note(e).empty()) mark += " !";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
-    out +=
-        fmt::format("{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
-                    to_string(e.method), method_setting(e), e.tokens, e.window_nll.size(),
-                    e.mean_nll(), e.ppl(), format_interval(mean_nll_interval(e, r.bootstrap)),
-                    chars ? fmt::format(" {:>7.4f}", e.bpc()) : "", mark, cached);
+    out += fmt::format(
+        "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
+        to_string(e.method), method_setting(e), e.tokens, e.window_nll.size(), e.mean_nll(),
+        e.ppl(), format_interval(mean_nll_interval(e, r.bootstrap)),
+        (chars ? fmt::format(" {:>7.4f}", e.bpc()) : "") +
+            (bytes ? fmt::format(" {:>7.4f}", bits_per_byte(e.bpc(), r.bytes_per_token)) : ""),
+        mark, cached);
   }
   out += "(* = training length; ppl = exp(total NLL / tokens scored); interval: " +
          describe(r.bootstrap) + ")\n";
+  if (bytes) {
+    out += fmt::format(
+        "(bpb = bits per byte: bits per token / {:.3f}, the split's UTF-8 bytes per {} token; "
+        "comparable across tokenizers)\n",
+        r.bytes_per_token, r.tokenizer);
+  }
   for (const auto& e : r.results) {
     const std::string note = short_window_note(e);
     if (!note.empty()) out += "! " + note + "\n";

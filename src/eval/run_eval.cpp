@@ -37,6 +37,7 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
   report.checkpoint = evaluator.subject().checkpoint;
   report.checkpoint_step = run.state.step;
   report.per_position = o.per_position;
+  report.bytes_per_token = bytes_per_token(out.stats);
   for (const int64_t length : lengths) {
     bool cached = false;
     EvalProgressPrinter progress(fmt::format("length {}", length));

@@ -45,8 +45,8 @@ void remove_files(const std::string& dir, bool run_files) {
 }  // namespace
 
 const std::vector<std::string>& run_file_names() {
-  static const std::vector<std::string> names = {"config.json", "vocab.json", "checkpoint.pt",
-                                                 "best.pt", "metrics.jsonl"};
+  static const std::vector<std::string> names = {"config.json",   "vocab.json", kSubwordModelFile,
+                                                 "checkpoint.pt", "best.pt",    "metrics.jsonl"};
   return names;
 }
 

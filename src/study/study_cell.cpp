@@ -165,7 +165,8 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
   const std::string dir = paths.run_dir(cell.name);
   RunLock lock(dir);
   LoadedRun run = load_run(dir, spec.eval.checkpoint);
-  const auto ids = load_split(run.config.data.dir, spec.eval.split, run.vocab);
+  EncodeStats split_stats;
+  const auto ids = load_split(run.config.data.dir, spec.eval.split, run.vocab, &split_stats);
   set_threads(cell.config.train.threads);
   CachedEvaluator evaluator(run, spec.eval.checkpoint, spec.eval.split, ids, /*read_cache=*/true);
   json protocols = json::array();
@@ -216,6 +217,7 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
       {"config", config_to_json(cell.config)},
       {"run_dir", dir},
       {"checkpoint_step", run.state.step},
+      {"bytes_per_token", bytes_per_token(split_stats)},
       {"eval", study_eval_json(spec.eval)},
       {"protocols", protocols},
       {"timing",
@@ -234,6 +236,8 @@ std::optional<CellResults> read_cell_results(const StudySpec& spec, const StudyC
   c.seed = cell.seed;
   c.encoding = to_string(cell.config.model.pos_encoding);
   c.train_length = cell.config.train.tgt_len;
+  c.tokenizer = to_string(cell.config.data.tokenizer);
+  c.bytes_per_token = j->value("bytes_per_token", 0.0);
   c.steps = j->value("checkpoint_step", int64_t{0});
   c.train_seconds = (*j)["timing"].value("train_s", 0.0);
   c.eval_seconds = (*j)["timing"].value("eval_s", 0.0);

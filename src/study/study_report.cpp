@@ -12,6 +12,7 @@
 #include "txl/eval/plot.h"
 #include "txl/eval/report.h"
 #include "txl/run/run_dir.h"
+#include "txl/study/study_bits.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
 #include "txl/util/version.h"
@@ -42,10 +43,6 @@ std::string ppl_plot(const StudyProtocol& p) { return "plots/ppl-" + slug(p.labe
 std::string position_plot(const StudyProtocol& p) { return "plots/positions-" + slug(p.label); }
 const char* const kValidationPlot = "plots/validation";
 const char* const kLossPlot = "plots/train-loss";
-
-bool chars(const StudySpec& spec) {
-  return spec.cells.front().config.data.tokenizer == TokenizerKind::kChar;
-}
 
 std::string corpus_name(const StudySpec& spec) {
   return run_name(spec.cells.front().config.data.dir);
@@ -204,7 +201,8 @@ json study_results_json(const StudySpec& spec, const std::vector<CellResults>& c
       for (size_t li = 0; li < c.results[p].size(); ++li) {
         json r;
         if (c.results[p][li]) {
-          r = summary_to_json(*c.results[p][li], chars(spec), bootstrap);
+          r = summary_to_json(*c.results[p][li], c.tokenizer == "char", bootstrap,
+                              c.bytes_per_token);
           r["per_position"] = per_position_to_json(*c.results[p][li]);
         } else {
           r = {{"length", spec.eval.lengths[li]}, {"skipped", c.skipped[p][li]}};
@@ -218,6 +216,8 @@ json study_results_json(const StudySpec& spec, const std::vector<CellResults>& c
   for (const auto& g : stats.groups) {
     json gj = {{"name", g.name},
                {"encoding", g.encoding},
+               {"tokenizer", g.tokenizer},
+               {"bytes_per_token", g.bytes_per_token},
                {"train_length", g.train_length},
                {"seeds", g.seeds},
                {"protocols", json::array()}};
@@ -233,6 +233,8 @@ json study_results_json(const StudySpec& spec, const std::vector<CellResults>& c
         r["seeds"] = row.seeds;
         r["mean_nll"] = row.mean_nll;
         r.update(estimate_json(row.ppl, "ppl"));
+        if (g.bytes_per_token > 0)
+          r.update(estimate_json(bits_per_byte_estimate(row.ppl, g.bytes_per_token), "bpb"));
         if (row.has_vs_baseline) {
           json b = estimate_json(row.ppl_ratio, "ppl_ratio");
           b.update(estimate_json(row.nll_diff, "nll_diff"));
@@ -306,6 +308,7 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
       "- Reproduce: `txl study --config {} --out {}`; one cell: `txl study --config {} --out {} "
       "--cell NAME`, then `--report`.\n",
       info.config_path, info.out_dir, info.config_path, info.out_dir);
+  md += tokens_summary(stats);
   md += fmt::format("- Machine: {}; txl {}.\n", info.machine, txl_version());
   if (info.wall_seconds > 0)
     md += fmt::format("- Wall time of the invocation that wrote this report: {}.\n",
@@ -350,6 +353,7 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     md += "\n" + legend;
     if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
     md += image("perplexity against length, " + label, ppl_plot(spec.protocols[p]));
+    if (tokens_differ(stats)) md += bits_per_byte_table(spec, stats, p);
 
     md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
     md +=

@@ -170,6 +170,8 @@ StudyStats compute_study_stats(const StudySpec& spec, const std::vector<CellResu
     g.baseline_group = baseline_group(spec, name, out.baseline);
     const SeedCells& base = by_group[g.baseline_group];
     g.train_length = first->config.train.tgt_len;
+    g.tokenizer = to_string(first->config.data.tokenizer);
+    for (const auto& [seed, c] : group) g.bytes_per_token = c->bytes_per_token;
     const auto t_it = std::find(lengths.begin(), lengths.end(), g.train_length);
     for (size_t p = 0; p < spec.protocols.size(); ++p) {
       std::vector<LengthStats> rows;

@@ -88,9 +88,10 @@ void expect_same_config(const Config& a, const Config& b) {
 Config all_changed() {
   Config c;
   c.data.dir = "corpus/dir";
-  c.data.tokenizer = TokenizerKind::kWord;
+  c.data.tokenizer = TokenizerKind::kBpe;  // the one tokenizer data.vocab_size may be set for
   c.data.min_freq = 3;
   c.data.max_vocab = 5000;
+  c.data.vocab_size = 300;
   c.model.pos_encoding = PosEncoding::kRelativeLearned;
   c.model.n_layer = 6;
   c.model.d_model = 96;
@@ -127,43 +128,17 @@ Config all_changed() {
   return c;
 }
 
-const std::vector<std::string> kAllKeys = {"data.dir",
-                                           "data.tokenizer",
-                                           "data.min_freq",
-                                           "data.max_vocab",
-                                           "model.pos_encoding",
-                                           "model.n_layer",
-                                           "model.d_model",
-                                           "model.n_head",
-                                           "model.d_head",
-                                           "model.d_inner",
-                                           "model.dropout",
-                                           "model.dropatt",
-                                           "model.pre_norm",
-                                           "model.tie_weights",
-                                           "model.clamp_len",
-                                           "model.max_rel_dist",
-                                           "model.init_std",
-                                           "train.tgt_len",
-                                           "train.tgt_len_max",
-                                           "train.mem_len",
-                                           "train.batch_size",
-                                           "train.max_steps",
-                                           "train.lr",
-                                           "train.warmup_steps",
-                                           "train.min_lr_ratio",
-                                           "train.weight_decay",
-                                           "train.clip",
-                                           "train.seed",
-                                           "train.log_interval",
-                                           "train.eval_interval",
-                                           "train.eval_max_tokens",
-                                           "train.threads",
-                                           "train.precision",
-                                           "train.skip_nonfinite",
-                                           "eval.lengths",
-                                           "eval.split",
-                                           "eval.batch_tokens"};
+const std::vector<std::string> kAllKeys = {
+    "data.dir",           "data.tokenizer",     "data.min_freq",        "data.max_vocab",
+    "data.vocab_size",    "model.pos_encoding", "model.n_layer",        "model.d_model",
+    "model.n_head",       "model.d_head",       "model.d_inner",        "model.dropout",
+    "model.dropatt",      "model.pre_norm",     "model.tie_weights",    "model.clamp_len",
+    "model.max_rel_dist", "model.init_std",     "train.tgt_len",        "train.tgt_len_max",
+    "train.mem_len",      "train.batch_size",   "train.max_steps",      "train.lr",
+    "train.warmup_steps", "train.min_lr_ratio", "train.weight_decay",   "train.clip",
+    "train.seed",         "train.log_interval", "train.eval_interval",  "train.eval_max_tokens",
+    "train.threads",      "train.precision",    "train.skip_nonfinite", "eval.lengths",
+    "eval.split",         "eval.batch_tokens"};
 
 const json& at_path(const json& j, const std::string& path) {
   const size_t dot = path.find('.');
@@ -243,8 +218,8 @@ TEST(ConfigEnums, ParseErrorListsValidNames) {
       input_error_of([] { parse_pos_encoding("relatve", "model.pos_encoding"); });
   EXPECT_EQ(message, "model.pos_encoding: \"relatve\" is not valid; expected one of " +
                          join(encoding_names()));
-  expect_contains(input_error_of([] { parse_tokenizer_kind("bpe", "data.tokenizer"); }),
-                  "char, word");
+  expect_contains(input_error_of([] { parse_tokenizer_kind("wordpiece", "data.tokenizer"); }),
+                  "char, word, bpe, unigram");
   expect_contains(input_error_of([] { parse_precision("fp16", "train.precision"); }), "fp32, bf16");
 }
 
@@ -360,8 +335,21 @@ const std::vector<BadCase>& bad_cases() {
     add("lengths_element_float", with("eval", R"({"lengths":[64.5]})"),
         {"eval.lengths[0]", "64.5"});
     // Enumerations.
-    add("bad_tokenizer", with("data", R"({"dir":"x","tokenizer":"bpe"})"),
-        {"data.tokenizer: \"bpe\" is not valid; expected one of char, word"});
+    add("bad_tokenizer", with("data", R"({"dir":"x","tokenizer":"wordpiece"})"),
+        {"data.tokenizer: \"wordpiece\" is not valid; expected one of char, word, bpe, unigram"});
+    // data.vocab_size belongs to the subword tokenizers, and they need it.
+    add("bpe_without_vocab_size", with("data", R"({"dir":"x","tokenizer":"bpe"})"),
+        {"data.vocab_size is not set; the bpe tokenizer needs it"});
+    add("unigram_negative_vocab_size",
+        with("data", R"({"dir":"x","tokenizer":"unigram","vocab_size":-5})"),
+        {"data.vocab_size", "-5"});
+    add("vocab_size_too_large",
+        with("data", R"({"dir":"x","tokenizer":"bpe","vocab_size":5000000})"),
+        {"data.vocab_size (5000000) is too large"});
+    add("vocab_size_with_word", with("data", R"({"dir":"x","tokenizer":"word","vocab_size":300})"),
+        {"data.vocab_size (300) applies to the bpe and unigram tokenizers, not word",
+         "data.max_vocab"});
+    add("vocab_size_with_char", with("data", R"({"dir":"x","vocab_size":300})"), {"not char"});
     add("bad_pos_encoding", with("model", R"({"pos_encoding":"relatve"})"),
         {"model.pos_encoding: \"relatve\" is not valid; expected one of relative, absolute, "
          "relative_learned"});

@@ -305,7 +305,7 @@ TEST(Vocab, FromJsonRejectsMalformedContentNamingTheSource) {
       {"missing format", no_format, "format"},
       {"wrong version", with("version", 2), "version 2"},
       {"version as string", with("version", "1"), "version"},
-      {"unknown tokenizer", with("tokenizer", "bpe"), "\"bpe\""},
+      {"unknown tokenizer", with("tokenizer", "wordpiece"), "\"wordpiece\""},
       {"tokens not an array", with("tokens", "abc"), "array"},
       {"non-string token", with("tokens", {"<unk>", "<eos>", 5}), "tokens[2] must be a string"},
       {"duplicate", with("tokens", {"<unk>", "<eos>", "x", "x"}), "duplicates tokens[2]"},

@@ -21,7 +21,7 @@ namespace txl {
 // so a larger number is a typo, not a machine. 0 means all cores.
 inline constexpr int64_t kMaxThreads = 1024;
 
-enum class TokenizerKind { kChar, kWord };
+enum class TokenizerKind { kChar, kWord, kBpe, kUnigram };
 enum class PosEncoding {
   kRelative,
   kAbsolute,
@@ -56,10 +56,12 @@ Precision parse_precision(const std::string& name, const std::string& key_path);
 
 struct DataConfig {
   std::string dir;  // required: folder with train.txt, valid.txt, test.txt
-  TokenizerKind tokenizer =
-      TokenizerKind::kChar;  // "char" (code points) | "word" (whitespace + <eos>)
-  int64_t min_freq = 1;      // word: rarer training words become <unk>
-  int64_t max_vocab = 0;     // word: keep the most frequent N (0 = no limit)
+  // "char" (code points) | "word" (whitespace + <eos>) | "bpe" | "unigram" (subwords
+  // trained by sentencepiece on the training split, <eos> per line)
+  TokenizerKind tokenizer = TokenizerKind::kChar;
+  int64_t min_freq = 1;    // word: rarer training words become <unk>
+  int64_t max_vocab = 0;   // word: keep the most frequent N (0 = no limit)
+  int64_t vocab_size = 0;  // bpe, unigram: the vocabulary's size (required there, 0 elsewhere)
 };
 
 struct ModelConfig {

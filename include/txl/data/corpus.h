@@ -31,6 +31,10 @@ struct Corpus {
 
 Corpus load_corpus(const DataConfig& config);
 
+// Both go through the token cache (data/token_cache.h): a split already tokenized with the
+// same vocabulary, and a vocabulary already built from the same training split with the same
+// settings, are read back instead of made again.
+
 // One split encoded with an existing vocabulary (eval reuses the run's vocabulary).
 std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
                                 const Vocab& vocab, EncodeStats* stats = nullptr);

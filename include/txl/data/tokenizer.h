@@ -15,7 +15,13 @@ namespace txl {
 struct EncodeStats {
   int64_t tokens = 0;
   int64_t unknown = 0;  // tokens mapped to <unk> that were not literally "<unk>" in the text
+  int64_t bytes = 0;    // the text's UTF-8 bytes (filled by load_split, for bits per byte)
 };
+
+// bytes / tokens, or 0 when nothing was counted.
+inline double bytes_per_token(const EncodeStats& s) {
+  return s.tokens > 0 && s.bytes > 0 ? static_cast<double>(s.bytes) / s.tokens : 0.0;
+}
 
 // Splits text into token strings. char: invalid UTF-8 throws InputError naming `source`
 // and the byte offset.

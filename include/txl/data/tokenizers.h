@@ -18,6 +18,8 @@ struct TokenizerDef {
   TokenizerKind kind;
   // Line ends are <eos> tokens (the text's '\n' is not a token of its own).
   bool eos_per_line = false;
+  // The vocabulary is a sentencepiece model (vocab.h: Vocab::subword()).
+  bool subword = false;
   // Builds the vocabulary from the training split (tokenizer.h: build_vocab).
   Vocab (*build)(std::string_view train_text, const DataConfig& config, const std::string& source);
   // Text -> ids; fills stats->tokens and stats->unknown when stats is not null.
@@ -38,5 +40,7 @@ const TokenizerDef& tokenizer_def(TokenizerKind kind);
 // The definitions, one per file.
 const TokenizerDef& char_tokenizer();
 const TokenizerDef& word_tokenizer();
+const TokenizerDef& bpe_tokenizer();
+const TokenizerDef& unigram_tokenizer();
 
 }  // namespace txl

@@ -37,8 +37,9 @@ struct Comparison {
   std::string corpus;  // data.dir's last component
   std::string data_dir;
   std::string split;
-  std::string tokenizer;  // char | word
-  std::string method;     // nonoverlap | sliding | memory
+  std::string tokenizer;       // char | word | bpe | unigram
+  double bytes_per_token = 0;  // of the split (report.h: EvalReport::bytes_per_token)
+  std::string method;          // nonoverlap | sliding | memory
   std::vector<int64_t> lengths;
   std::vector<CompareRun> runs;
   BootstrapOptions bootstrap;

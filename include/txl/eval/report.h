@@ -14,7 +14,7 @@ struct EvalReport {
   std::string run;           // run directory
   std::string split;         // valid | test
   std::string encoding;      // model.pos_encoding
-  std::string tokenizer;     // char | word
+  std::string tokenizer;     // char | word | bpe | unigram
   int64_t train_length = 0;  // train.tgt_len, marked in tables
   std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;
@@ -22,7 +22,14 @@ struct EvalReport {
   std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)
   BootstrapOptions bootstrap;
   bool per_position = false;  // show mean NLL per window position (bucketed)
+  // The split's UTF-8 bytes over its tokens (0 = unknown): turns bits per token into bits
+  // per byte, the unit that stays comparable across tokenizers.
+  double bytes_per_token = 0;
 };
+
+// Bits per byte from bits per token: the total bits over the split's bytes (exact when the
+// whole split is scored; otherwise at the split's average bytes per token).
+double bits_per_byte(double bits_per_token, double bytes_per_token);
 
 // One sentence naming a method and its settings, e.g. "sliding: windows of 128 advanced by 64, ..."
 std::string describe_method(const EvalResult& result);
@@ -33,9 +40,10 @@ std::string method_setting(const EvalResult& result);
 // Perplexity summary of one result with its interval, as JSON:
 // {"method", "length", "window" (longest_window), "stride"?, "mem_len"?, "streams"?,
 //  "tokens", "windows", "nll",
-//  "nll_sum", "ppl", "ppl_lo", "ppl_hi" (null with < 2 windows), "bpc"?, "bpc_lo"?, "bpc_hi"?}
+//  "nll_sum", "ppl", "ppl_lo", "ppl_hi" (null with < 2 windows), "bpc"?, "bpc_lo"?, "bpc_hi"?,
+//  "bpb"?, "bpb_lo"?, "bpb_hi"? (with bytes_per_token > 0)}
 nlohmann::json summary_to_json(const EvalResult& result, bool chars,
-                               const BootstrapOptions& bootstrap);
+                               const BootstrapOptions& bootstrap, double bytes_per_token = 0);
 
 // "" when a result's windows are as long as its length; otherwise one sentence saying that
 // the split (or --max-tokens) is shorter, so the row scores windows of at most N tokens.

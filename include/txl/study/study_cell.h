@@ -61,7 +61,9 @@ struct CellResults {
   std::string group;
   int64_t seed = 0;
   std::string encoding;
-  int64_t train_length = 0;  // train.tgt_len
+  int64_t train_length = 0;      // train.tgt_len
+  std::string tokenizer;         // data.tokenizer
+  double bytes_per_token = 0.0;  // of the evaluated split (0 in cells written before it)
   int64_t steps = 0;
   double train_seconds = 0.0;
   double eval_seconds = 0.0;

@@ -64,6 +64,8 @@ struct GroupStats {
   std::string encoding;        // its model.pos_encoding
   std::string baseline_group;  // what it is compared with (itself for the baseline's groups)
   int64_t train_length = 0;
+  std::string tokenizer;                       // data.tokenizer of its cells
+  double bytes_per_token = 0.0;                // of the split under that tokenizer (0 = unknown)
   std::vector<int64_t> seeds;                  // seeds with a finished cell
   std::vector<std::vector<LengthStats>> rows;  // [protocol][length]
 };

@@ -12,7 +12,7 @@ namespace txl {
 namespace {
 
 Vocab char_build(std::string_view train_text, const DataConfig& /*config*/,
-            const std::string& source) {
+                 const std::string& source) {
   std::unordered_map<char32_t, TokenCount> counts;
   size_t order = 0;
   for_each_code_point(train_text, source, [&](char32_t cp, std::string_view) {
@@ -28,8 +28,8 @@ Vocab char_build(std::string_view train_text, const DataConfig& /*config*/,
   return Vocab(TokenizerKind::kChar, std::move(tokens));
 }
 
-std::vector<int32_t> char_encode(std::string_view text, const Vocab& vocab, const std::string& source,
-                            EncodeStats* stats) {
+std::vector<int32_t> char_encode(std::string_view text, const Vocab& vocab,
+                                 const std::string& source, EncodeStats* stats) {
   const auto unk = static_cast<int32_t>(vocab.unk_id());
   // Most corpora are mostly ASCII: a table serves those, a hash map the rest.
   std::array<int32_t, 128> ascii;
@@ -104,7 +104,9 @@ std::string char_token_problem(const std::string& token, const std::string& sour
 }  // namespace
 
 const TokenizerDef& char_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kChar, false, char_build, char_encode, char_decode, char_split, char_count, char_token_problem};
+  static const TokenizerDef def{TokenizerKind::kChar, false,       false,
+                                char_build,           char_encode, char_decode,
+                                char_split,           char_count,  char_token_problem};
   return def;
 }
 

@@ -33,8 +33,8 @@ Vocab word_build(std::string_view train_text, const DataConfig& config, const st
   return Vocab(TokenizerKind::kWord, std::move(tokens));
 }
 
-std::vector<int32_t> word_encode(std::string_view text, const Vocab& vocab, const std::string& source,
-                            EncodeStats* stats) {
+std::vector<int32_t> word_encode(std::string_view text, const Vocab& vocab,
+                                 const std::string& source, EncodeStats* stats) {
   check_utf8(text, source);
   const auto unk = static_cast<int32_t>(vocab.unk_id());
   // Views into the vocabulary's own strings, so lookups need no std::string per word.
@@ -111,7 +111,9 @@ std::string word_token_problem(const std::string& token, const std::string& sour
 }  // namespace
 
 const TokenizerDef& word_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kWord, true, word_build, word_encode, word_decode, word_split, word_count, word_token_problem};
+  static const TokenizerDef def{TokenizerKind::kWord, true,        false,
+                                word_build,           word_encode, word_decode,
+                                word_split,           word_count,  word_token_problem};
   return def;
 }
 

@@ -1,0 +1,179 @@
+#include "txl/data/token_cache.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "txl/util/error.h"
+#include "txl/util/fs.h"
+#include "txl/util/hash.h"
+
+namespace txl {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// ids file: magic, version, reserved, text XXH64, vocabulary checksum, count, unknown
+// count, XXH64 of the ids, then `count` little-endian int32 ids.
+constexpr char kMagic[8] = {'T', 'X', 'L', 'T', 'O', 'K', 'S', '\n'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8 + 8;
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// What shapes a vocabulary besides the training text.
+uint64_t settings_hash(const DataConfig& c) {
+  Fnv1a64 h;
+  h.add(to_string(c.tokenizer) + "|" + std::to_string(c.min_freq) + "|" +
+        std::to_string(c.max_vocab) + "|" + std::to_string(c.vocab_size) + "|" +
+        std::to_string(kSubwordTrainThreads));
+  return h.value();
+}
+
+std::string vocab_entry(const std::string& dir, uint64_t train_xxh64, const DataConfig& c) {
+  return dir + "/vocab/" + to_string(c.tokenizer) + "-" + hex64(settings_hash(c)) + "-" +
+         hex64(train_xxh64);
+}
+
+// A read-only memory map of a whole file, unmapped on destruction.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+      size_ = static_cast<size_t>(st.st_size);
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      data_ = p == MAP_FAILED ? nullptr : static_cast<const unsigned char*>(p);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const unsigned char* data() const { return data_; }
+  size_t size() const { return data_ != nullptr ? size_ : 0; }
+
+ private:
+  const unsigned char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+std::string token_cache_dir() {
+  if (const char* dir = std::getenv("TXL_CACHE_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir) == "off" ? "" : dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/txl";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.cache/txl";
+  }
+  return "";
+}
+
+std::string cached_ids_path(const std::string& cache_dir, const SplitKey& key) {
+  return cache_dir + "/tokens/" + hex64(key.vocab_checksum) + "-" + hex64(key.text_xxh64) + ".ids";
+}
+
+std::optional<TokenizedSplit> read_cached_ids(const std::string& cache_dir, const SplitKey& key,
+                                              std::string* problem) {
+  const std::string path = cached_ids_path(cache_dir, key);
+  if (!fs::exists(path)) return std::nullopt;
+  const auto damaged = [&](const std::string& why) -> std::optional<TokenizedSplit> {
+    if (problem != nullptr) *problem = path + ": " + why;
+    return std::nullopt;
+  };
+  const MappedFile file(path);
+  const unsigned char* p = file.data();
+  if (file.size() < kHeaderBytes || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
+    return damaged("not a txl token file");
+  }
+  if (read_u32_le(p + 8) != kVersion) return damaged("written by another txl version");
+  if (read_u64_le(p + 16) != key.text_xxh64 || read_u64_le(p + 24) != key.vocab_checksum) {
+    return damaged("holds another split or vocabulary than its name says");
+  }
+  const uint64_t count = read_u64_le(p + 32);
+  if (count > (file.size() - kHeaderBytes) / 4 || file.size() != kHeaderBytes + count * 4) {
+    return damaged("truncated or padded (its size does not match its token count)");
+  }
+  const unsigned char* ids_bytes = p + kHeaderBytes;
+  if (xxh64(ids_bytes, count * 4) != read_u64_le(p + 48)) {
+    return damaged("damaged (its ids do not match their checksum)");
+  }
+  TokenizedSplit split;
+  split.unknown = static_cast<int64_t>(read_u64_le(p + 40));
+  split.ids.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    split.ids[i] = static_cast<int32_t>(read_u32_le(ids_bytes + 4 * i));
+  }
+  return split;
+}
+
+std::string write_cached_ids(const std::string& cache_dir, const SplitKey& key,
+                             const TokenizedSplit& split) {
+  const std::string path = cached_ids_path(cache_dir, key);
+  const std::vector<int32_t>& ids = split.ids;
+  std::string payload;
+  payload.reserve(ids.size() * 4);
+  for (const int32_t id : ids) put_u32_le(payload, static_cast<uint32_t>(id));
+  std::string out(kMagic, sizeof kMagic);
+  put_u32_le(out, kVersion);
+  put_u32_le(out, 0);
+  put_u64_le(out, key.text_xxh64);
+  put_u64_le(out, key.vocab_checksum);
+  put_u64_le(out, ids.size());
+  put_u64_le(out, static_cast<uint64_t>(split.unknown));
+  put_u64_le(out, xxh64(payload.data(), payload.size()));
+  out += payload;
+  try {
+    fs::create_directories(fs::path(path).parent_path());
+    write_file_atomic(path, out);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::optional<Vocab> read_cached_vocab(const std::string& cache_dir, uint64_t train_xxh64,
+                                       const DataConfig& config, std::string* problem) {
+  const std::string path = vocab_entry(cache_dir, train_xxh64, config) + "/vocab.json";
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    Vocab vocab = Vocab::load(path);
+    if (vocab.kind() != config.tokenizer) throw InputError(path + ": another tokenizer's vocabulary");
+    return vocab;
+  } catch (const InputError& e) {
+    if (problem != nullptr) *problem = e.what();
+    return std::nullopt;
+  }
+}
+
+std::string write_cached_vocab(const std::string& cache_dir, uint64_t train_xxh64,
+                               const DataConfig& config, const Vocab& vocab) {
+  const std::string dir = vocab_entry(cache_dir, train_xxh64, config);
+  try {
+    fs::create_directories(dir);
+    vocab.save(dir + "/vocab.json");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace txl

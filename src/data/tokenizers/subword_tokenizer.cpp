@@ -1,0 +1,104 @@
+// "bpe" and "unigram": subword pieces from a sentencepiece model trained on the training
+// split (data/subword_model.h), one line at a time with <eos> at every line end.
+#include "txl/data/subword_model.h"
+#include "txl/data/text_scan.h"
+#include "txl/data/tokenizers.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+const SubwordModel& model_of(const Vocab& vocab) {
+  if (vocab.subword() == nullptr) {
+    throw std::logic_error(to_string(vocab.kind()) + " vocabulary without its subword model");
+  }
+  return *vocab.subword();
+}
+
+Vocab subword_build(std::string_view train_text, const DataConfig& config,
+                    const std::string& source) {
+  check_utf8(train_text, source);
+  return Vocab(config.tokenizer,
+               SubwordModel::train(train_text, config.tokenizer, config.vocab_size, source));
+}
+
+std::vector<int32_t> subword_encode(std::string_view text, const Vocab& vocab,
+                                    const std::string& source, EncodeStats* stats) {
+  check_utf8(text, source);
+  const SubwordModel& model = model_of(vocab);
+  const auto eos = static_cast<int32_t>(model.eos_id());
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3);
+  for_each_line(text, [&](std::string_view line) {
+    model.encode_line(line, &ids);
+    ids.push_back(eos);
+  });
+  if (stats != nullptr) {
+    const auto unk = static_cast<int32_t>(model.unk_id());
+    stats->tokens = static_cast<int64_t>(ids.size());
+    stats->unknown = static_cast<int64_t>(std::count(ids.begin(), ids.end(), unk));
+  }
+  return ids;
+}
+
+// The pieces decoded line by line; <eos> becomes "\n".
+std::string subword_decode(const std::vector<int64_t>& ids, const Vocab& vocab) {
+  const SubwordModel& model = model_of(vocab);
+  std::string out;
+  std::vector<int> line;
+  for (const int64_t id : ids) {
+    vocab.token(id);  // throws for an id outside the vocabulary
+    if (id == model.eos_id()) {
+      out += model.decode(line);
+      out.push_back('\n');
+      line.clear();
+    } else {
+      line.push_back(static_cast<int>(id));
+    }
+  }
+  return out + model.decode(line);
+}
+
+// Without a model there are no pieces to split into: only the count has a meaning (a
+// lower bound), for the corpus check before training.
+std::vector<std::string> subword_split(std::string_view /*text*/, const std::string& source) {
+  throw std::invalid_argument(source + ": subword tokens depend on the trained model; encode " +
+                              "with a vocabulary instead");
+}
+
+// Every word is at least one piece and every line ends in <eos>.
+int64_t subword_count(std::string_view text, const std::string& source) {
+  check_utf8(text, source);
+  int64_t n = 0;
+  for_each_word(text, kEosToken, [&](std::string_view) { ++n; });
+  return n;
+}
+
+std::string subword_token_problem(const std::string& token, const std::string& source) {
+  if (token.empty()) return "is empty";
+  try {
+    check_utf8(token, source);
+  } catch (const InputError&) {
+    return "is not valid UTF-8";
+  }
+  return "";
+}
+
+}  // namespace
+
+const TokenizerDef& bpe_tokenizer() {
+  static const TokenizerDef def{TokenizerKind::kBpe, true,          true,
+                                subword_build,       subword_encode, subword_decode,
+                                subword_split,       subword_count,  subword_token_problem};
+  return def;
+}
+
+const TokenizerDef& unigram_tokenizer() {
+  static const TokenizerDef def{TokenizerKind::kUnigram, true,          true,
+                                subword_build,           subword_encode, subword_decode,
+                                subword_split,           subword_count,  subword_token_problem};
+  return def;
+}
+
+}  // namespace txl
