@@ -1,31 +1,91 @@
-// txl train --config F [--run-dir D] [--set key=value ...] [--force]
-// txl train --resume D [--set key=value ...] [--config F]
+// txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N]
+// txl train --resume D [--set key=value ...] [--config F] [--nproc N]
+//
+// Data-parallel: --nproc N launches N ranks of this command on this machine (train/launch.h);
+// a process started with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set (as torchrun sets
+// them, or --nproc does) is one rank (train/distributed.h).
 //
 // Signals: the first SIGINT/SIGTERM lets the current step finish, writes checkpoint.pt, prints
 // how to resume and exits 128 + signal (130 / 143). A second one exits at once; checkpoints
 // are written atomically, so that loses at most the steps since the last checkpoint.
 #include <spdlog/fmt/fmt.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/signals.h"
+#include "txl/run/run_dir.h"
+#include "txl/train/distributed.h"
+#include "txl/train/launch.h"
 #include "txl/train/run_training.h"
+#include "txl/util/error.h"
 
 namespace txl {
 
 namespace {
 
-int run_train(const TrainRequest& request) {
+// This command's arguments without --nproc, and with the run directory named, so that every
+// rank trains into the same one.
+std::vector<std::string> rank_arguments(const TrainRequest& request) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  for (size_t start = 0; start < all.size();) {
+    const size_t end = all.find('\0', start);
+    argv.push_back(all.substr(start, end - start));
+    start = end == std::string::npos ? all.size() : end + 1;
+  }
+  std::vector<std::string> args;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (argv[i].rfind("--nproc=", 0) == 0) continue;
+    args.push_back(argv[i]);
+  }
+  if (request.resume_dir.empty() && request.run_dir.empty()) {
+    args.push_back("--run-dir");
+    args.push_back(default_run_dir(request.config_path));
+  }
+  return args;
+}
+
+int run_train(TrainRequest request, int nproc) {
+  if (nproc < 0 || nproc > 1024) {
+    throw InputError("--nproc " + std::to_string(nproc) + " is not valid; expected 1 to 1024");
+  }
+  if (nproc > 1 && std::getenv("RANK") == nullptr) {
+    SignalScope signals;
+    return launch_local_ranks(nproc, rank_arguments(request), stop_signal());
+  }
+  const DistributedEnv env = distributed_env_from_environment();
+  std::unique_ptr<Distributed> dist;
+  if (env.world_size > 1) {
+    dist = std::make_unique<Distributed>(env);  // waits for every rank
+    request.rank = env.rank;
+    request.world_size = env.world_size;
+  }
   PreparedTraining run = prepare_training(request);
+  if (dist) {
+    dist->barrier();  // every rank prepared (a rank that failed has exited: this fails at once)
+    run.options.dist = dist.get();
+  }
+  const bool root = env.rank == 0;
   const TrainOptions& options = run.options;
-  fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir,
-             config_to_json(run.config).dump());
+  if (root) {
+    fmt::print(stderr, "run directory: {}\nconfig: {}\n", options.run_dir,
+               config_to_json(run.config).dump());
+  }
   TrainSummary summary;
   {
     SignalScope signals;
     summary = run_training(run, &stop_signal());
   }
+  if (!root) return summary.interrupted ? 128 + summary.stop_signal : 0;
 
   if (summary.interrupted) {
     const int sig = summary.stop_signal;
@@ -50,6 +110,7 @@ int run_train(const TrainRequest& request) {
 
 void setup_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainRequest>();
+  auto nproc = std::make_shared<int>(0);
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
   auto* run_dir = cmd->add_option("--run-dir", o->run_dir,
@@ -58,9 +119,12 @@ void setup_train(CLI::App& app, int& exit_code) {
   auto* force = cmd->add_flag("--force", o->force, "Overwrite an existing run directory");
   auto* resume = cmd->add_option("--resume", o->resume_dir,
                                  "Continue the run in this directory from its last checkpoint");
+  cmd->add_option("--nproc", *nproc,
+                  "Data-parallel: train with N processes on this machine (train.batch_size "
+                  "streams split between them)");
   resume->excludes(run_dir);
   resume->excludes(force);
-  cmd->callback([o, &exit_code] { exit_code = run_train(*o); });
+  cmd->callback([o, nproc, &exit_code] { exit_code = run_train(*o, *nproc); });
 }
 
 }  // namespace txl

@@ -205,8 +205,9 @@ void SubwordModel::encode_line(std::string_view line, std::vector<int32_t>* out)
 std::string SubwordModel::decode(const std::vector<int>& ids) const {
   std::vector<int32_t> in(ids.begin(), ids.end());
   std::string text(in.size() * 8 + 16, '\0');
-  int64_t n = engine_->plugin->decode(engine_->processor, in.data(), static_cast<int64_t>(in.size()),
-                                      text.data(), static_cast<int64_t>(text.size()));
+  int64_t n =
+      engine_->plugin->decode(engine_->processor, in.data(), static_cast<int64_t>(in.size()),
+                              text.data(), static_cast<int64_t>(text.size()));
   if (n > static_cast<int64_t>(text.size())) {
     text.resize(static_cast<size_t>(n));
     n = engine_->plugin->decode(engine_->processor, in.data(), static_cast<int64_t>(in.size()),

@@ -156,7 +156,8 @@ std::optional<Vocab> read_cached_vocab(const std::string& cache_dir, uint64_t tr
   if (!fs::exists(path)) return std::nullopt;
   try {
     Vocab vocab = Vocab::load(path);
-    if (vocab.kind() != config.tokenizer) throw InputError(path + ": another tokenizer's vocabulary");
+    if (vocab.kind() != config.tokenizer)
+      throw InputError(path + ": another tokenizer's vocabulary");
     return vocab;
   } catch (const InputError& e) {
     if (problem != nullptr) *problem = e.what();

@@ -74,8 +74,8 @@ TokenizedSplit tokenize_text(std::string_view text, const Vocab& vocab, const st
       bytes_done += chunks[i].size();
     }
   };
-  const int cores = options.threads > 0 ? options.threads
-                                        : static_cast<int>(std::thread::hardware_concurrency());
+  const int cores =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   const auto n = static_cast<size_t>(std::clamp<int>(cores, 1, static_cast<int>(chunks.size())));
   std::vector<std::thread> workers;
   std::exception_ptr failure;

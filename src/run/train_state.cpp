@@ -27,9 +27,10 @@ const std::vector<TrainStateField> kFields = {
     {"interval", "steps", kProgress, &S::interval_steps},
     {"interval", "finite", kProgress, &S::interval_finite},
     {"interval", "seconds", kProgress, &S::interval_seconds},
+    {nullptr, "world_size", kIdentity, &S::world_size, /*absent_is_default=*/true},
 };
-// Fourteen fields in TrainState, fourteen rows above: add a row with every new field.
-static_assert(aggregate_field_count<TrainState>() == 14,
+// Fifteen fields in TrainState, fifteen rows above: add a row with every new field.
+static_assert(aggregate_field_count<TrainState>() == 15,
               "TrainState gained or lost a field: update kFields in train_state.cpp");
 
 std::string path_of(const TrainStateField& f) {
@@ -91,7 +92,9 @@ void write_train_state(const TrainState& state, nlohmann::json& meta) {
 TrainState read_train_state(const nlohmann::json& meta) {
   TrainState s;
   for (const auto& f : kFields) {
-    const nlohmann::json& value = f.section ? meta.at(f.section).at(f.key) : meta.at(f.key);
+    const nlohmann::json& scope = f.section ? meta.at(f.section) : meta;
+    if (f.absent_is_default && !scope.contains(f.key)) continue;
+    const nlohmann::json& value = scope.at(f.key);
     std::visit(Reader{s, value, path_of(f)}, f.member);
   }
   return s;

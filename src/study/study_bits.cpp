@@ -76,8 +76,9 @@ std::string bits_per_byte_table(const StudySpec& spec, const StudyStats& stats, 
          "\nlog2(perplexity) / the split's UTF-8 bytes per token of each group's tokenizer, "
          "with the perplexity's interval mapped the same way: comparable across tokenizers "
          "where perplexity is not. A token is a " +
-         std::string("different unit in each tokenizer, so the ratio tables above pair groups only "
-                     "with a baseline of the same tokenizer.\n\n");
+         std::string(
+             "different unit in each tokenizer, so the ratio tables above pair groups only "
+             "with a baseline of the same tokenizer.\n\n");
 }
 
 }  // namespace txl

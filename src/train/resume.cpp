@@ -31,6 +31,13 @@ void check_resume_matches(const TrainState& saved, const TrainState& now, const 
                      paths.config() + " (checkpoint vs now: " + join(diffs, "; ") +
                      "); on resume only " + join(resumable_keys(), ", ") + " may change");
   }
+  if (saved.world_size != now.world_size) {
+    throw InputError(ckpt + ": the checkpoint was trained by " + std::to_string(saved.world_size) +
+                     " process(es) and this resume has " + std::to_string(now.world_size) +
+                     "; each process holds its own streams' memory, so resume with the same "
+                     "number (txl train --resume " +
+                     paths.dir + " --nproc " + std::to_string(saved.world_size) + ")");
+  }
   if (saved.vocab_checksum != now.vocab_checksum) {
     throw InputError(ckpt + ": the checkpoint was trained with a different vocabulary than " +
                      paths.vocab());

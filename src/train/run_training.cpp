@@ -6,6 +6,7 @@
 
 #include "txl/config/config_diff.h"
 #include "txl/run/checkpoint.h"
+#include "txl/train/distributed.h"
 #include "txl/train/resume.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -68,7 +69,43 @@ Config resume_config(const TrainRequest& o) {
 
 }  // namespace
 
+namespace {
+
+// train.batch_size streams split evenly over the ranks.
+void check_streams_per_rank(const Config& config, int world_size) {
+  if (config.train.batch_size % world_size != 0) {
+    throw InputError("train.batch_size (" + std::to_string(config.train.batch_size) +
+                     ") must be a multiple of the number of processes (" +
+                     std::to_string(world_size) + "): each takes an equal share of the streams");
+  }
+}
+
+// A rank other than 0: the same config and data, checked the same way, and nothing written.
+PreparedTraining prepare_follower(const TrainRequest& o) {
+  PreparedTraining p;
+  const bool resume = !o.resume_dir.empty();
+  if (resume) {
+    p.config = resume_config(o);
+  } else {
+    nlohmann::json j = read_json_file(o.config_path);
+    for (const auto& assignment : o.overrides) apply_override(j, assignment);
+    p.config = config_from_json(j, o.config_path);
+  }
+  check_streams_per_rank(p.config, o.world_size);
+  check_corpus_dir(p.config.data);
+  p.corpus = load_training_data(p.config);
+  p.options.run_dir = resume ? o.resume_dir : o.run_dir;
+  p.options.resume = resume;
+  return p;
+}
+
+}  // namespace
+
 PreparedTraining prepare_training(const TrainRequest& o) {
+  if (o.rank != 0) return prepare_follower(o);
+  if (o.world_size > 1 && o.resume_dir.empty() && o.run_dir.empty()) {
+    throw InputError("a distributed run needs --run-dir (every process must name the same one)");
+  }
   PreparedTraining p;
   Config& config = p.config;
   TrainOptions& options = p.options;
@@ -93,6 +130,7 @@ PreparedTraining prepare_training(const TrainRequest& o) {
                        " of train.max_steps = " + std::to_string(config.train.max_steps) +
                        " steps); raise it with --set train.max_steps=N to train further");
     }
+    check_streams_per_rank(config, o.world_size);
     check_corpus_dir(config.data);
     p.corpus = load_training_data(config);
     remove_stale_temporaries(o.resume_dir);
@@ -104,6 +142,7 @@ PreparedTraining prepare_training(const TrainRequest& o) {
     nlohmann::json j = read_json_file(o.config_path);
     for (const auto& assignment : o.overrides) apply_override(j, assignment);
     config = config_from_json(j, o.config_path);
+    check_streams_per_rank(config, o.world_size);
     check_corpus_dir(config.data);
     options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
     // Lock before --force clears anything, so a run in progress there is never touched.
@@ -127,7 +166,9 @@ TrainSummary run_training(PreparedTraining& run, const std::atomic<int>* stop_si
     // A new run that fails before its first checkpoint (out of memory, a full disk) has
     // nothing to resume; what it wrote (config.json, vocab.json, metrics.jsonl) would only
     // make the next `txl train` into the same directory refuse it.
-    if (!run.options.resume && !is_regular_file(RunPaths{run.options.run_dir}.last_checkpoint())) {
+    const bool root = run.options.dist == nullptr || run.options.dist->is_root();
+    if (root && !run.options.resume &&
+        !is_regular_file(RunPaths{run.options.run_dir}.last_checkpoint())) {
       run.lock.reset();
       remove_run(run.options.run_dir, /*keep_dir=*/!run.created_dir);
       fmt::print(stderr, "removed what this run wrote to {} (it had no checkpoint yet)\n",

@@ -17,6 +17,7 @@
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/batcher.h"
+#include "txl/train/distributed.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/train/metrics_log.h"
 #include "txl/train/resume.h"
@@ -77,7 +78,11 @@ struct TrainRun {
                   torch::optim::AdamWOptions(c.train.lr).weight_decay(c.train.weight_decay)),
         batcher(data.train, c.train.batch_size, c.train.tgt_len),
         generator(at::detail::getDefaultCPUGenerator()),
-        tokens_per_step(c.train.batch_size * c.train.tgt_len) {}
+        tokens_per_step(c.train.batch_size * c.train.tgt_len),
+        dist(o.dist),
+        root(o.dist == nullptr || o.dist->is_root()),
+        world(o.dist == nullptr ? 1 : o.dist->world_size()),
+        rank(o.dist == nullptr ? 0 : o.dist->rank()) {}
 
   const Config& config;
   const TrainOptions& options;
@@ -100,7 +105,48 @@ struct TrainRun {
   Clock::time_point interval_start;  // start of the current log interval
   Clock::time_point run_start;       // start of this process's steps (for eta and tok/s)
   TrainSummary summary;
+  Distributed* dist;  // null: one process
+  bool root;          // writes the run directory, prints and validates
+  int world;
+  int rank;
 };
+
+// This rank's rows of a global [B, ...] batch (all of it for one process).
+torch::Tensor local_rows(const TrainRun& run, const torch::Tensor& global) {
+  if (run.world == 1) return global;
+  const int64_t rows = global.size(0) / run.world;
+  return global.narrow(0, rows * run.rank, rows);
+}
+
+// Every rank's memory as one [B, M, C] per layer (what a checkpoint holds); collective.
+Memory global_memory(TrainRun& run) {
+  if (run.world == 1 || run.memory.empty()) return run.memory;
+  Memory all;
+  for (const auto& layer : run.memory.layers) all.layers.push_back(run.dist->gather_rows(layer));
+  return all;
+}
+
+// Whether every rank's memory is finite (the same answer on every rank; collective).
+bool memory_finite(TrainRun& run) {
+  const bool here = all_finite(run.memory.layers);
+  return run.dist == nullptr ? here : run.dist->max(here ? 0 : 1) == 0;
+}
+
+// A metrics line (rank 0 only).
+void write_metrics(TrainRun& run, const nlohmann::json& line) {
+  if (run.root) run.metrics->write(line);
+}
+
+// Data-parallel dropout: each rank's masks from a seed of (train.seed, step, rank), so ranks
+// draw independent masks and a resume redraws the same ones.
+void seed_dropout(TrainRun& run, int64_t step) {
+  if (run.world == 1) return;
+  uint64_t h = static_cast<uint64_t>(run.config.train.seed) * 0x9E3779B97F4A7C15ull;
+  h ^= static_cast<uint64_t>(step) * 0xC2B2AE3D27D4EB4Full + static_cast<uint64_t>(run.rank);
+  h ^= h >> 31;
+  std::lock_guard<std::mutex> lock(run.generator.mutex());
+  run.generator.set_current_seed(h);
+}
 
 // What one forward/backward pass produced; the update is applied (or not) afterwards.
 struct StepOutcome {
@@ -139,6 +185,8 @@ void restore_run(TrainRun& run) {
   run.batcher.set_position(s.stream_position);
   run.memory = std::move(loaded.memory);
   check_resumed_memory(run.memory, run.config, ckpt);
+  for (auto& layer : run.memory.layers) layer = local_rows(run, layer);
+  if (!run.root) return;
   truncate_metrics(run.paths.metrics(), run.state.step);
   // Only now that the checkpoint fits: config.json takes the new values of the resumable
   // keys (train.max_steps), which a later --resume must see.
@@ -156,14 +204,18 @@ void start_run(TrainRun& run, int threads) {
   run.state.train_tokens = static_cast<int64_t>(run.corpus.train.size());
   run.state.train_checksum =
       xxh64(run.corpus.train.data(), run.corpus.train.size() * sizeof(int32_t));
+  run.state.world_size = run.world;
   if (run.options.resume) restore_run(run);
-  fmt::print(stderr,
-             "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {} | {}\n",
-             count_parameters(*run.model), to_string(config.model.pos_encoding),
-             config.model.n_layer, config.model.d_model, config.model.n_head, config.model.d_head,
-             threads, to_string(config.train.precision));
-
-  run.metrics.emplace(run.paths.metrics());
+  if (run.root) {
+    fmt::print(stderr,
+               "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {}{} | "
+               "{}\n",
+               count_parameters(*run.model), to_string(config.model.pos_encoding),
+               config.model.n_layer, config.model.d_model, config.model.n_head, config.model.d_head,
+               threads, run.world > 1 ? fmt::format(" x {} processes", run.world) : "",
+               to_string(config.train.precision));
+    run.metrics.emplace(run.paths.metrics());
+  }
   // A resumed interval continues its clock, so its ms/step matches the uninterrupted run's.
   run.interval_start =
       Clock::now() - std::chrono::duration_cast<Clock::duration>(
@@ -180,8 +232,10 @@ void start_run(TrainRun& run, int threads) {
 void save_run(TrainRun& run, const std::string& path) {
   run.state.stream_position = run.batcher.position();
   run.state.interval_seconds = seconds_since(run.interval_start);
+  const Memory memory = global_memory(run);  // collective: every rank calls save_run
+  if (!run.root) return;
   try {
-    save_checkpoint(path, run.state, run.model, &run.optimizer, run.memory);
+    save_checkpoint(path, run.state, run.model, &run.optimizer, memory);
   } catch (const std::exception& e) {
     // write_file_atomic removed its temporary: the previous checkpoint is untouched.
     throw std::runtime_error(fmt::format(
@@ -202,6 +256,8 @@ StepOutcome forward_backward(TrainRun& run) {
   out.step = run.state.step + 1;
   const auto segment = run.batcher.next(segment_length(tc, out.step));
   if (segment.starts_epoch) run.memory = Memory{};
+  const torch::Tensor inputs = local_rows(run, segment.inputs);  // [B / world, Q]
+  seed_dropout(run, out.step);
   out.lr = learning_rate(tc, out.step);
   for (auto& group : run.optimizer.param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(out.lr);
@@ -211,18 +267,21 @@ StepOutcome forward_backward(TrainRun& run) {
   {
     AutocastGuard autocast(tc.precision);
     ForwardOptions fwd;
-    fwd.targets = segment.targets;
+    fwd.targets = local_rows(run, segment.targets);
     fwd.keep_memory = run.model->has_memory() ? tc.mem_len : 0;
-    auto result = run.model->forward(segment.inputs, run.memory, fwd);
+    auto result = run.model->forward(inputs, run.memory, fwd);
     loss = result.nll.mean();  // []
     run.memory = std::move(result.memory);
   }
   if (contains(run.inject_nan, out.step)) loss = loss * std::numeric_limits<float>::quiet_NaN();
   run.optimizer.zero_grad();
   loss.backward();
+  // Equal shards: the mean of the ranks' mean gradients is the whole batch's.
+  if (run.dist != nullptr) run.dist->average_gradients(run.model->parameters());
   out.grad_norm = tc.clip > 0 ? torch::nn::utils::clip_grad_norm_(run.model->parameters(), tc.clip)
                               : total_grad_norm(run.model->parameters());
   out.loss = loss.item<double>();
+  if (run.dist != nullptr) out.loss = run.dist->sum(out.loss) / run.world;
   out.finite = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   out.tokens = segment.inputs.numel();
   return out;
@@ -239,7 +298,7 @@ StepOutcome forward_backward(TrainRun& run) {
   run.generator.set_state(before.rng);
   const std::string ckpt = run.paths.last_checkpoint();
   std::string where;
-  if (all_finite(run.model->parameters()) && all_finite(run.memory.layers)) {
+  if (all_finite(run.model->parameters()) && memory_finite(run)) {
     save_run(run, ckpt);
     where = fmt::format("{} holds step {}, the last finite state", ckpt, run.state.step);
   } else {
@@ -269,11 +328,14 @@ void handle_nonfinite(TrainRun& run, const StepSnapshot& before, const StepOutco
   // after it, so it is dropped.
   run.consecutive_skips += 1;
   run.state.skipped_steps += 1;
-  if (!all_finite(run.memory.layers)) run.memory = Memory{};
-  fmt::print(stderr, "step {:>6}: loss {} / gradient norm {} is not finite; skipped ({} so far)\n",
-             step.step, step.loss, step.grad_norm, run.state.skipped_steps);
-  run.metrics->write(
-      {{"step", step.step}, {"nonfinite", true}, {"skipped_steps", run.state.skipped_steps}});
+  if (!memory_finite(run)) run.memory = Memory{};
+  if (run.root) {
+    fmt::print(stderr,
+               "step {:>6}: loss {} / gradient norm {} is not finite; skipped ({} so far)\n",
+               step.step, step.loss, step.grad_norm, run.state.skipped_steps);
+  }
+  write_metrics(
+      run, {{"step", step.step}, {"nonfinite", true}, {"skipped_steps", run.state.skipped_steps}});
 }
 
 void apply_step(TrainRun& run, const StepOutcome& step) {
@@ -304,16 +366,18 @@ void log_progress(TrainRun& run, double lr) {
                                : std::numeric_limits<double>::quiet_NaN();
   const double done = state.step - run.first_step;
   const double eta = seconds_since(run.run_start) / done * (max_steps - state.step);
-  fmt::print(stderr,
-             "step {:>6}/{:<6} | loss {:7.4f} | ppl {:9.2f} | lr {:.2e} | {:7.1f} ms/step | "
-             "{:7.0f} tok/s | eta {}\n",
-             state.step, max_steps, mean_loss, std::exp(mean_loss), lr, ms_per_step, tok_s,
-             format_duration(eta));
+  if (run.root) {
+    fmt::print(stderr,
+               "step {:>6}/{:<6} | loss {:7.4f} | ppl {:9.2f} | lr {:.2e} | {:7.1f} ms/step | "
+               "{:7.0f} tok/s | eta {}\n",
+               state.step, max_steps, mean_loss, std::exp(mean_loss), lr, ms_per_step, tok_s,
+               format_duration(eta));
+  }
   nlohmann::json line = {
       {"step", state.step},         {"loss", mean_loss},     {"lr", lr},
       {"ms_per_step", ms_per_step}, {"tokens_per_s", tok_s}, {"tokens_seen", state.tokens_seen}};
   if (state.skipped_steps > 0) line["skipped_steps"] = state.skipped_steps;
-  run.metrics->write(line);  // a NaN mean (all steps skipped) is written as null
+  write_metrics(run, line);  // a NaN mean (all steps skipped) is written as null
   run.summary.last_loss = mean_loss;
   state.interval_loss_sum = 0.0;
   state.interval_steps = 0;
@@ -322,8 +386,15 @@ void log_progress(TrainRun& run, double lr) {
   run.interval_start_tokens = state.tokens_seen;
 }
 
-// Validates, records the result and keeps best.pt, then writes checkpoint.pt.
+// Validates, records the result and keeps best.pt, then writes checkpoint.pt. Data-parallel:
+// rank 0 validates the whole split (the others wait) and tells them whether it was the best.
 void validate_and_checkpoint(TrainRun& run) {
+  TrainState& state = run.state;
+  if (!run.root) {
+    if (run.dist->max(0) != 0) save_run(run, run.paths.best_checkpoint());
+    save_run(run, run.paths.last_checkpoint());
+    return;
+  }
   auto t0 = Clock::now();
   // Evaluation must not move the random stream that dropout draws from, or a run that
   // validates at step k (e.g. because it ends there) would diverge from one that does not.
@@ -331,9 +402,9 @@ void validate_and_checkpoint(TrainRun& run) {
   auto result = validate_model(run.model, run.corpus.valid, run.config);
   run.generator.set_state(rng);
   run.model->train();
-  TrainState& state = run.state;
   const bool best = state.best_valid_ppl == 0.0 || result.ppl() < state.best_valid_ppl;
   if (best) state.best_valid_ppl = result.ppl();
+  if (run.dist != nullptr) run.dist->max(best ? 1 : 0);
   fmt::print(stderr, "valid @ step {:>6} | ppl {:9.3f} | bpt {:6.4f} | {} tokens | {:.1f} s{}\n",
              state.step, result.ppl(), result.bpc(), result.tokens, seconds_since(t0),
              best ? " | best" : "");
@@ -348,9 +419,11 @@ void validate_and_checkpoint(TrainRun& run) {
 
 // The signal that asks the run to stop after this step (0: none); the test hook acts as
 // SIGINT.
-int requested_stop(const TrainRun& run) {
+int requested_stop(TrainRun& run) {
   int stop = run.options.stop_signal ? run.options.stop_signal->load() : 0;
   if (contains(run.inject_stop, run.state.step)) stop = SIGINT;
+  // Every rank stops after the same step, so the checkpoint holds one consistent state.
+  if (run.dist != nullptr) stop = static_cast<int>(run.dist->max(stop));
   return stop;
 }
 
@@ -382,7 +455,14 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
   std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
   const std::vector<int64_t> inject_kill = injected_steps("TXL_INJECT_KILL_AT_STEP");
-  save_or_check_vocab(config, options.run_dir, options.resume, corpus.vocab);
+  if (options.dist == nullptr || options.dist->is_root()) {
+    save_or_check_vocab(config, options.run_dir, options.resume, corpus.vocab);
+  }
+  const bool kill_here = [&] {
+    const char* rank = std::getenv("TXL_INJECT_KILL_RANK");
+    return rank == nullptr || options.dist == nullptr ||
+           std::to_string(options.dist->rank()) == rank;
+  }();
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here
   run.inject_nan = std::move(inject_nan);
@@ -390,7 +470,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   start_run(run, threads);
 
   while (run.state.step < tc.max_steps) {
-    if (std::count(inject_kill.begin(), inject_kill.end(), run.state.step + 1) > 0) {
+    if (kill_here && contains(inject_kill, run.state.step + 1)) {
       std::raise(SIGKILL);  // testing hook: dies as kill -9 would, mid-run, no checkpoint
     }
     const StepSnapshot before = snapshot_before_step(run);

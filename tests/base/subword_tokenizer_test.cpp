@@ -20,17 +20,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define SKIP_WITHOUT_SENTENCEPIECE()                                                  \
-  if (!subword_available()) {                                                         \
+#define SKIP_WITHOUT_SENTENCEPIECE()                                                 \
+  if (!subword_available()) {                                                        \
     GTEST_SKIP() << "this build has no sentencepiece: bpe and unigram are left out"; \
   }
 
 // A few kilobytes of English, Chinese and mixed lines, fixed by the seed: enough text for a
 // few hundred pieces beyond the 256 bytes.
 std::string training_text(unsigned seed = 7) {
-  const std::vector<std::string> syllables = {"ka", "to", "ri", "mu", "sen", "dal", "or", "ix",
-                                              "pe", "lo", "ban", "ut", "天", "地", "玄", "黄",
-                                              "宇", "宙", "ve", "zo", "qui", "nar", "es", "ty"};
+  const std::vector<std::string> syllables = {"ka", "to", "ri",  "mu", "sen", "dal", "or", "ix",
+                                              "pe", "lo", "ban", "ut", "天",  "地",  "玄", "黄",
+                                              "宇", "宙", "ve",  "zo", "qui", "nar", "es", "ty"};
   std::mt19937 rng(seed);
   std::string text;
   for (int line = 0; line < 400; ++line) {
@@ -172,8 +172,9 @@ TEST(Subword, SplitNeedsAModelButTheCorpusCheckCountsAtLeastTheWords) {
 class SubwordFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("txl_subword_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("txl_subword_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

@@ -1,6 +1,8 @@
 // The token cache and whole-split tokenizing: chunked, threaded tokenizing gives encode()'s
 // ids for every tokenizer; cached ids and vocabularies come back equal; a damaged, truncated
 // or foreign entry is detected (and load_corpus rebuilds it); an edited split misses.
+#include "txl/data/token_cache.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,7 +14,6 @@
 
 #include "txl/data/corpus.h"
 #include "txl/data/subword_model.h"
-#include "txl/data/token_cache.h"
 #include "txl/data/tokenize_text.h"
 #include "txl/data/tokenizer.h"
 #include "txl/util/error.h"

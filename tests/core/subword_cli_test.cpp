@@ -20,8 +20,8 @@ using testing::run_txl;
 using testing::scratch_dir;
 using testing::write_corpus;
 
-#define SKIP_WITHOUT_SENTENCEPIECE()                                                  \
-  if (!subword_available()) {                                                         \
+#define SKIP_WITHOUT_SENTENCEPIECE()                                                 \
+  if (!subword_available()) {                                                        \
     GTEST_SKIP() << "this build has no sentencepiece: bpe and unigram are left out"; \
   }
 
@@ -94,8 +94,8 @@ TEST_F(SubwordRuns, EvalSampleAndCompareRebuildEverythingFromTheRunDirectory) {
   const double bytes_per_token = report["bytes_per_token"];
   EXPECT_GT(bytes_per_token, 1.0);  // pieces are longer than one byte on average
   const auto& row = report["results"][0];
-  EXPECT_NEAR(row["bpb"].get<double>(),
-              row["nll"].get<double>() / std::log(2.0) / bytes_per_token, 1e-9);
+  EXPECT_NEAR(row["bpb"].get<double>(), row["nll"].get<double>() / std::log(2.0) / bytes_per_token,
+              1e-9);
 
   r = run_txl({"sample", "--run", run, "--tokens", "12", "--prompt", "the ka", "--seed", "3"}, env);
   ASSERT_EQ(r.code, 0) << r.output;
@@ -122,18 +122,26 @@ TEST_F(SubwordRuns, AStudyOverTokenizersReportsBitsPerByte) {
   const nlohmann::json base = {
       {"data", {{"dir", corpus}, {"tokenizer", "bpe"}, {"vocab_size", 300}}},
       {"model",
-       {{"n_layer", 1}, {"d_model", 16}, {"n_head", 2}, {"d_head", 8}, {"d_inner", 32},
+       {{"n_layer", 1},
+        {"d_model", 16},
+        {"n_head", 2},
+        {"d_head", 8},
+        {"d_inner", 32},
         {"dropout", 0.0}}},
       {"train",
-       {{"tgt_len", 16}, {"mem_len", 16}, {"batch_size", 4}, {"max_steps", 3},
-        {"warmup_steps", 1}, {"eval_interval", 0}, {"threads", 1}}}};
-  const nlohmann::json spec = {
-      {"base", base},
-      {"grid",
-       {{"model.pos_encoding", {"relative"}},
-        {"data.tokenizer", {"bpe", "unigram"}},
-        {"train.seed", {1}}}},
-      {"eval", {{"methods", {"nonoverlap"}}, {"lengths", {8, 16}}}}};
+       {{"tgt_len", 16},
+        {"mem_len", 16},
+        {"batch_size", 4},
+        {"max_steps", 3},
+        {"warmup_steps", 1},
+        {"eval_interval", 0},
+        {"threads", 1}}}};
+  const nlohmann::json spec = {{"base", base},
+                               {"grid",
+                                {{"model.pos_encoding", {"relative"}},
+                                 {"data.tokenizer", {"bpe", "unigram"}},
+                                 {"train.seed", {1}}}},
+                               {"eval", {{"methods", {"nonoverlap"}}, {"lengths", {8, 16}}}}};
   const std::string config = testing::write_config(dir + "/study.json", spec);
   const auto r = run_txl({"study", "--config", config, "--out", dir + "/out"}, env);
   ASSERT_EQ(r.code, 0) << r.output;

@@ -15,14 +15,14 @@ extern "C" {
 // Training: `args` are sentencepiece trainer flags; `text` is split into lines (empty ones
 // skipped). On success returns 0 and a malloc'ed serialized model in *model / *model_size;
 // otherwise non-zero with sentencepiece's message in `error` (NUL-terminated, truncated).
-typedef int (*txl_spm_train_fn)(const char* args, const char* text, size_t text_size,
-                                char** model, size_t* model_size, char* error, size_t error_size);
+typedef int (*txl_spm_train_fn)(const char* args, const char* text, size_t text_size, char** model,
+                                size_t* model_size, char* error, size_t error_size);
 // A processor from a serialized model, or null with the reason in `error`.
 typedef void* (*txl_spm_load_fn)(const char* model, size_t model_size, char* error,
                                  size_t error_size);
 typedef void (*txl_spm_free_fn)(void* processor);
-typedef int (*txl_spm_size_fn)(void* processor);                  // pieces
-typedef int (*txl_spm_special_fn)(void* processor, int which);    // 0: unk id, 1: eos id
+typedef int (*txl_spm_size_fn)(void* processor);                   // pieces
+typedef int (*txl_spm_special_fn)(void* processor, int which);     // 0: unk id, 1: eos id
 typedef const char* (*txl_spm_piece_fn)(void* processor, int id);  // valid while loaded
 // One line -> ids: writes at most `capacity` ids to `out` and returns how many there are
 // (call again with more room when that is larger); -1 on failure.

@@ -31,6 +31,9 @@ struct TrainState {
   int64_t interval_steps = 0;   // steps in the interval (for ms/step)
   int64_t interval_finite = 0;  // of which had a finite loss (for the mean loss)
   double interval_seconds = 0.0;
+  // Processes that trained it (data-parallel ranks); a resume needs as many. Checkpoints
+  // written before this field existed read as 1.
+  int64_t world_size = 1;
 };
 
 // What a resume does with a field: progress comes back from the checkpoint; identity (what
@@ -47,6 +50,7 @@ struct TrainStateField {
   std::variant<int64_t TrainState::*, double TrainState::*, uint64_t TrainState::*,
                nlohmann::json TrainState::*>
       member;
+  bool absent_is_default = false;  // a meta JSON without the key keeps the default
 };
 
 // Every field of TrainState, once, in declaration order.

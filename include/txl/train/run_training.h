@@ -22,6 +22,10 @@ struct TrainRequest {
   std::string resume_dir;              // non-empty: continue that run from its checkpoint.pt
   std::vector<std::string> overrides;  // --set key=value (on resume: resumable keys only)
   bool force = false;                  // new run: clear an existing run directory
+  // Data-parallel ranks (distributed.h): rank 0 prepares the run directory as one process
+  // does; the others only load and check the same config and data (they never write it).
+  int rank = 0;
+  int world_size = 1;
 };
 
 // A run ready to train. The lock is held until this is destroyed.

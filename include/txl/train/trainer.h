@@ -35,10 +35,19 @@ namespace txl {
 
 inline constexpr int64_t kMaxConsecutiveSkips = 20;
 
+class Distributed;
+
 struct TrainOptions {
   std::string run_dir;
   bool resume = false;                            // continue from run_dir/checkpoint.pt
   const std::atomic<int>* stop_signal = nullptr;  // non-zero: checkpoint and stop after this step
+  // Data-parallel training (distributed.h), or null for one process. With W ranks each takes
+  // batch_size / W contiguous streams of the global batch and their memory; gradients are
+  // averaged, so the update is the one-process update of the whole batch. Rank 0 alone writes
+  // the run directory (checkpoints with every rank's memory, metrics, logs) and validates
+  // (the whole split, as one process would); the others wait for it. Dropout draws from a
+  // generator seeded per (train.seed, step, rank), so resuming needs no generator states.
+  Distributed* dist = nullptr;
 };
 
 struct TrainSummary {

@@ -88,14 +88,14 @@ std::string subword_token_problem(const std::string& token, const std::string& s
 }  // namespace
 
 const TokenizerDef& bpe_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kBpe, true,          true,
+  static const TokenizerDef def{TokenizerKind::kBpe, true,           true,
                                 subword_build,       subword_encode, subword_decode,
                                 subword_split,       subword_count,  subword_token_problem};
   return def;
 }
 
 const TokenizerDef& unigram_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kUnigram, true,          true,
+  static const TokenizerDef def{TokenizerKind::kUnigram, true,           true,
                                 subword_build,           subword_encode, subword_decode,
                                 subword_split,           subword_count,  subword_token_problem};
   return def;

@@ -1,0 +1,69 @@
+// Data-parallel training on torch's own c10d: a TCPStore for the rendezvous and a Gloo
+// process group for the collectives (all-reduce, all-gather, barrier) on CPU.
+//
+// The launch convention is torchrun's: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+// MASTER_PORT in the environment (`txl train --nproc N` sets them for N local processes;
+// several machines start one process per rank with the same MASTER_ADDR:MASTER_PORT, the
+// address of rank 0). Without WORLD_SIZE (or with 1) a process trains alone and nothing here
+// talks to the network.
+//
+// A rank that dies closes its connections, and the others' next collective fails at once
+// with an error naming the operation (`txl train --nproc` then stops them all). A rank that
+// hangs is given up after the timeout (TXL_DIST_TIMEOUT_S, default 600 s: long enough for
+// rank 0 to validate a large split while the others wait).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "txl/torch_pch.h"
+
+namespace txl {
+
+struct DistributedEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::chrono::seconds timeout{600};
+};
+
+// From the environment; a malformed or inconsistent value throws InputError naming the
+// variable (e.g. RANK=3 with WORLD_SIZE=2).
+DistributedEnv distributed_env_from_environment();
+
+class Distributed {
+ public:
+  // World size 1: no process group, every collective is the identity. Otherwise joins the
+  // rendezvous at master_addr:master_port (rank 0 serves it) within the timeout.
+  explicit Distributed(const DistributedEnv& env);
+  ~Distributed();
+  Distributed(const Distributed&) = delete;
+  Distributed& operator=(const Distributed&) = delete;
+
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  bool is_root() const { return env_.rank == 0; }
+  bool active() const { return env_.world_size > 1; }
+
+  // Replaces every defined gradient by its mean over the ranks (one flat buffer, one
+  // all-reduce).
+  void average_gradients(const std::vector<torch::Tensor>& parameters);
+  double sum(double value);    // over the ranks
+  int64_t max(int64_t value);  // over the ranks
+  // Every rank's tensor (same shape and dtype on all ranks), concatenated along dim 0 in
+  // rank order.
+  torch::Tensor gather_rows(const torch::Tensor& local);
+  void barrier();
+
+ private:
+  DistributedEnv env_;
+  struct Group;
+  std::unique_ptr<Group> group_;
+};
+
+}  // namespace txl

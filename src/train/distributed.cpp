@@ -1,0 +1,158 @@
+#include "txl/train/distributed.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+// An integer environment variable in [lo, hi], or `fallback` when unset.
+int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  int64_t value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, value);
+  if (ec != std::errc() || ptr != end || value < lo || value > hi) {
+    throw InputError(fmt::format("{}={} is not valid; expected an integer from {} to {}", name,
+                                 text, lo, hi));
+  }
+  return value;
+}
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+}  // namespace
+
+DistributedEnv distributed_env_from_environment() {
+  DistributedEnv env;
+  env.world_size = static_cast<int>(env_int("WORLD_SIZE", 1, 1, 4096));
+  env.rank = static_cast<int>(env_int("RANK", 0, 0, env.world_size - 1));
+  env.local_rank = static_cast<int>(env_int("LOCAL_RANK", env.rank, 0, 4095));
+  env.master_port = static_cast<int>(env_int("MASTER_PORT", 29500, 1, 65535));
+  env.timeout = std::chrono::seconds(env_int("TXL_DIST_TIMEOUT_S", 600, 1, 86400));
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
+    env.master_addr = addr;
+  } else if (env.world_size > 1 && std::getenv("RANK") == nullptr) {
+    throw InputError("WORLD_SIZE=" + std::to_string(env.world_size) +
+                     " without RANK: every process of a distributed run needs RANK (0 to "
+                     "WORLD_SIZE - 1), and MASTER_ADDR / MASTER_PORT naming rank 0");
+  }
+  return env;
+}
+
+struct Distributed::Group {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::chrono::milliseconds timeout;
+  int rank = 0;
+
+  // Waits for a collective, turning a failure (a peer gone, a timeout) into one message.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+    try {
+      work->wait(timeout);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format(
+          "distributed {} failed on rank {} (another rank stopped, died or did not answer "
+          "within {} s): {}",
+          what, rank, timeout.count() / 1000, e.what()));
+    }
+  }
+};
+
+Distributed::Distributed(const DistributedEnv& env) : env_(env) {
+  if (env.world_size <= 1) return;
+  group_ = std::make_unique<Group>();
+  group_->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(env.timeout);
+  group_->rank = env.rank;
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(env.master_port);
+    options.isServer = env.rank == 0;
+    options.numWorkers = static_cast<size_t>(env.world_size);
+    options.waitWorkers = true;
+    options.timeout = group_->timeout;
+    group_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    auto pg_options = c10d::ProcessGroupGloo::Options::create(group_->timeout);
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+      pg_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (is_loopback(env.master_addr)) {
+      pg_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      pg_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    pg_options->threads = 1;
+    group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, env.rank,
+                                                             env.world_size, pg_options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format(
+        "rank {} of {} could not join the others at {}:{} within {} s: {}", env.rank,
+        env.world_size, env.master_addr, env.master_port, env.timeout.count(), e.what()));
+  }
+}
+
+Distributed::~Distributed() = default;
+
+void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters) {
+  if (!active()) return;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return;
+  std::vector<torch::Tensor> flat_views;
+  for (const auto& g : grads) flat_views.push_back(g.reshape({-1}));
+  std::vector<torch::Tensor> flat = {torch::cat(flat_views)};  // [sum of numel]
+  group_->wait(group_->pg->allreduce(flat), "all-reduce of the gradients");
+  flat[0].div_(env_.world_size);
+  int64_t at = 0;
+  for (auto& g : grads) {
+    const int64_t n = g.numel();
+    g.copy_(flat[0].narrow(0, at, n).view(g.sizes()));
+    at += n;
+  }
+}
+
+double Distributed::sum(double value) {
+  if (!active()) return value;
+  std::vector<torch::Tensor> t = {torch::full({1}, value, torch::kFloat64)};
+  group_->wait(group_->pg->allreduce(t), "all-reduce");
+  return t[0].item<double>();
+}
+
+int64_t Distributed::max(int64_t value) {
+  if (!active()) return value;
+  std::vector<torch::Tensor> t = {torch::full({1}, value, torch::kInt64)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  group_->wait(group_->pg->allreduce(t, options), "all-reduce");
+  return t[0].item<int64_t>();
+}
+
+torch::Tensor Distributed::gather_rows(const torch::Tensor& local) {
+  if (!active()) return local;
+  const torch::Tensor input = local.contiguous();
+  std::vector<std::vector<torch::Tensor>> out(1);
+  for (int r = 0; r < env_.world_size; ++r) out[0].push_back(torch::empty_like(input));
+  std::vector<torch::Tensor> in = {input};
+  group_->wait(group_->pg->allgather(out, in), "all-gather");
+  return torch::cat(out[0], 0);
+}
+
+void Distributed::barrier() {
+  if (!active()) return;
+  group_->wait(group_->pg->barrier(), "barrier");
+}
+
+}  // namespace txl
