@@ -111,21 +111,6 @@ struct TrainRun {
   int rank;
 };
 
-// This rank's rows of a global [B, ...] batch (all of it for one process).
-torch::Tensor local_rows(const TrainRun& run, const torch::Tensor& global) {
-  if (run.world == 1) return global;
-  const int64_t rows = global.size(0) / run.world;
-  return global.narrow(0, rows * run.rank, rows);
-}
-
-// Every rank's memory as one [B, M, C] per layer (what a checkpoint holds); collective.
-Memory global_memory(TrainRun& run) {
-  if (run.world == 1 || run.memory.empty()) return run.memory;
-  Memory all;
-  for (const auto& layer : run.memory.layers) all.layers.push_back(run.dist->gather_rows(layer));
-  return all;
-}
-
 // Whether every rank's memory is finite (the same answer on every rank; collective).
 bool memory_finite(TrainRun& run) {
   const bool here = all_finite(run.memory.layers);
@@ -135,17 +120,6 @@ bool memory_finite(TrainRun& run) {
 // A metrics line (rank 0 only).
 void write_metrics(TrainRun& run, const nlohmann::json& line) {
   if (run.root) run.metrics->write(line);
-}
-
-// Data-parallel dropout: each rank's masks from a seed of (train.seed, step, rank), so ranks
-// draw independent masks and a resume redraws the same ones.
-void seed_dropout(TrainRun& run, int64_t step) {
-  if (run.world == 1) return;
-  uint64_t h = static_cast<uint64_t>(run.config.train.seed) * 0x9E3779B97F4A7C15ull;
-  h ^= static_cast<uint64_t>(step) * 0xC2B2AE3D27D4EB4Full + static_cast<uint64_t>(run.rank);
-  h ^= h >> 31;
-  std::lock_guard<std::mutex> lock(run.generator.mutex());
-  run.generator.set_current_seed(h);
 }
 
 // What one forward/backward pass produced; the update is applied (or not) afterwards.
@@ -185,7 +159,7 @@ void restore_run(TrainRun& run) {
   run.batcher.set_position(s.stream_position);
   run.memory = std::move(loaded.memory);
   check_resumed_memory(run.memory, run.config, ckpt);
-  for (auto& layer : run.memory.layers) layer = local_rows(run, layer);
+  for (auto& layer : run.memory.layers) layer = local_rows(run.dist, layer);
   if (!run.root) return;
   truncate_metrics(run.paths.metrics(), run.state.step);
   // Only now that the checkpoint fits: config.json takes the new values of the resumable
@@ -232,7 +206,7 @@ void start_run(TrainRun& run, int threads) {
 void save_run(TrainRun& run, const std::string& path) {
   run.state.stream_position = run.batcher.position();
   run.state.interval_seconds = seconds_since(run.interval_start);
-  const Memory memory = global_memory(run);  // collective: every rank calls save_run
+  const Memory memory = gather_memory(run.dist, run.memory);  // collective: every rank saves
   if (!run.root) return;
   try {
     save_checkpoint(path, run.state, run.model, &run.optimizer, memory);
@@ -256,8 +230,8 @@ StepOutcome forward_backward(TrainRun& run) {
   out.step = run.state.step + 1;
   const auto segment = run.batcher.next(segment_length(tc, out.step));
   if (segment.starts_epoch) run.memory = Memory{};
-  const torch::Tensor inputs = local_rows(run, segment.inputs);  // [B / world, Q]
-  seed_dropout(run, out.step);
+  const torch::Tensor inputs = local_rows(run.dist, segment.inputs);  // [B / world, Q]
+  seed_dropout(run.dist, run.generator, tc.seed, out.step);
   out.lr = learning_rate(tc, out.step);
   for (auto& group : run.optimizer.param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(out.lr);
@@ -267,7 +241,7 @@ StepOutcome forward_backward(TrainRun& run) {
   {
     AutocastGuard autocast(tc.precision);
     ForwardOptions fwd;
-    fwd.targets = local_rows(run, segment.targets);
+    fwd.targets = local_rows(run.dist, segment.targets);
     fwd.keep_memory = run.model->has_memory() ? tc.mem_len : 0;
     auto result = run.model->forward(inputs, run.memory, fwd);
     loss = result.nll.mean();  // []

@@ -21,7 +21,8 @@
 //   TXL_INJECT_STOP_AT_STEP=k acts as if SIGINT arrived during step k: checkpoint after it,
 //     exit 130;
 //   TXL_INJECT_KILL_AT_STEP=k kills the process with SIGKILL before step k (what kill -9
-//     does: nothing saved since the last checkpoint).
+//     does: nothing saved since the last checkpoint); with TXL_INJECT_KILL_RANK=r only
+//     data-parallel rank r dies.
 #pragma once
 
 #include <atomic>
