@@ -178,21 +178,30 @@ std::vector<MemoryPass> memory_passes(int64_t streams, int64_t n_targets, int64_
   return passes;
 }
 
+// The block [first, end) of `count` items that shard `shard` of `shards` takes.
+std::pair<int64_t, int64_t> shard_block(int64_t count, const EvalRequest& r) {
+  return {count * r.shard / r.shards, count * (r.shard + 1) / r.shards};
+}
+
 void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t n_targets,
                      const EvalRequest& request, Scorer& scorer, const EvalProgressFn& callback) {
   const int64_t streams = std::max<int64_t>(1, std::min(request.streams, n_targets));
   const int64_t per = n_targets / streams;
   const auto passes = memory_passes(streams, n_targets, request.length);
+  // This shard's streams [b0, b1); memory holds their rows in that order.
+  const auto [b0, b1] = shard_block(streams, request);
   int64_t windows = 0;
-  for (const auto& p : passes) windows += streams - p.first;
+  for (const auto& p : passes) windows += std::max<int64_t>(0, b1 - std::max(p.first, b0));
   Progress progress(callback, windows, n_targets, model->config().n_layer);
   Memory memory;
   for (const auto& p : passes) {
+    const int64_t first = std::max(p.first, b0);
+    if (first >= b1) continue;
     if (p.first > 0 && p.pos == per) {  // only the last stream goes on
-      for (auto& layer : memory.layers) layer = layer.narrow(0, streams - 1, 1);
+      for (auto& layer : memory.layers) layer = layer.narrow(0, streams - 1 - b0, 1);
     }
     std::vector<torch::Tensor> in, tg;
-    for (int64_t b = p.first; b < streams; ++b) {
+    for (int64_t b = first; b < b1; ++b) {
       in.push_back(stream.narrow(0, b * per + p.pos, p.len));
       tg.push_back(stream.narrow(0, b * per + p.pos + 1, p.len));
     }
@@ -304,6 +313,10 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
   check_aid(model->config(), r);
   if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
   if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
+  if (r.shards < 1 || r.shard < 0 || r.shard >= r.shards) {
+    throw std::invalid_argument("evaluation shard " + std::to_string(r.shard) + " of " +
+                                std::to_string(r.shards) + " does not exist");
+  }
   if (r.clamp_len < -1) {
     throw InputError("--clamp-len must be >= 0 (0 = no cap), got " + std::to_string(r.clamp_len));
   }
@@ -357,6 +370,8 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
         windows.push_back({start, e - start, e - start - scored});
       }
     }
+    const auto [w0, w1] = shard_block(static_cast<int64_t>(windows.size()), request);
+    windows = std::vector<Window>(windows.begin() + w0, windows.begin() + w1);
     score_windows(model, stream, windows, request, scorer, progress);
   }
   scorer.finish();

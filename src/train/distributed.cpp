@@ -1,14 +1,14 @@
 #include "txl/train/distributed.h"
 
 #include <spdlog/fmt/fmt.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "txl/util/error.h"
 
@@ -24,8 +24,8 @@ int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
   const char* end = text + std::strlen(text);
   const auto [ptr, ec] = std::from_chars(text, end, value);
   if (ec != std::errc() || ptr != end || value < lo || value > hi) {
-    throw InputError(fmt::format("{}={} is not valid; expected an integer from {} to {}", name,
-                                 text, lo, hi));
+    throw InputError(
+        fmt::format("{}={} is not valid; expected an integer from {} to {}", name, text, lo, hi));
   }
   return value;
 }

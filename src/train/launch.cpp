@@ -33,7 +33,8 @@ std::vector<std::string> rank_environment(int rank, int nproc, int port) {
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     bool replaced = false;
-    for (const auto& o : ours) replaced = replaced || entry.rfind(o.substr(0, o.find('=') + 1), 0) == 0;
+    for (const auto& o : ours)
+      replaced = replaced || entry.rfind(o.substr(0, o.find('=') + 1), 0) == 0;
     if (!replaced) env.push_back(entry);
   }
   env.insert(env.end(), ours.begin(), ours.end());
@@ -50,7 +51,8 @@ pid_t spawn_rank(const std::string& exe, const std::vector<std::string>& args,
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("cannot start a rank: ") + std::strerror(errno));
+  if (pid < 0)
+    throw std::runtime_error(std::string("cannot start a rank: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);                     // a terminal's Ctrl-C reaches the launcher only
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // and the ranks do not outlive it
@@ -98,7 +100,8 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args,
   fmt::print(stderr, "launching {} processes (ranks 0-{}) on 127.0.0.1:{}\n", nproc, nproc - 1,
              port);
   std::vector<pid_t> pids;
-  for (int r = 0; r < nproc; ++r) pids.push_back(spawn_rank(exe, args, rank_environment(r, nproc, port)));
+  for (int r = 0; r < nproc; ++r)
+    pids.push_back(spawn_rank(exe, args, rank_environment(r, nproc, port)));
 
   int alive = nproc;
   int failure_code = 0;  // the first failing rank's code

@@ -32,8 +32,10 @@ namespace txl {
 
 namespace {
 
-EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid,
-                          const Config& c) {
+// Data-parallel: each rank scores its shard of the windows (or memory streams) and the NLL
+// and token sums are added up, so every rank gets the one-process result's totals.
+EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid, const Config& c,
+                          Distributed* dist) {
   EvalRequest r;
   r.method =
       model->has_memory() && c.train.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
@@ -43,7 +45,13 @@ EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& vali
   r.batch_tokens = std::max<int64_t>(c.eval.batch_tokens, c.train.tgt_len);
   r.max_tokens = c.train.eval_max_tokens;
   r.precision = c.train.precision;
-  return evaluate(model, valid, r);
+  if (dist == nullptr || !dist->active()) return evaluate(model, valid, r);
+  r.shard = dist->rank();
+  r.shards = dist->world_size();
+  EvalResult result = evaluate(model, valid, r);
+  result.nll = dist->sum(result.nll);
+  result.tokens = static_cast<int64_t>(std::llround(dist->sum(static_cast<double>(result.tokens))));
+  return result;
 }
 
 }  // namespace
@@ -361,24 +369,23 @@ void log_progress(TrainRun& run, double lr) {
 }
 
 // Validates, records the result and keeps best.pt, then writes checkpoint.pt. Data-parallel:
-// rank 0 validates the whole split (the others wait) and tells them whether it was the best.
+// every rank validates its shard; all see the same totals, so all agree on `best`.
 void validate_and_checkpoint(TrainRun& run) {
   TrainState& state = run.state;
-  if (!run.root) {
-    if (run.dist->max(0) != 0) save_run(run, run.paths.best_checkpoint());
-    save_run(run, run.paths.last_checkpoint());
-    return;
-  }
   auto t0 = Clock::now();
   // Evaluation must not move the random stream that dropout draws from, or a run that
   // validates at step k (e.g. because it ends there) would diverge from one that does not.
   const torch::Tensor rng = run.generator.get_state();
-  auto result = validate_model(run.model, run.corpus.valid, run.config);
+  auto result = validate_model(run.model, run.corpus.valid, run.config, run.dist);
   run.generator.set_state(rng);
   run.model->train();
   const bool best = state.best_valid_ppl == 0.0 || result.ppl() < state.best_valid_ppl;
   if (best) state.best_valid_ppl = result.ppl();
-  if (run.dist != nullptr) run.dist->max(best ? 1 : 0);
+  if (!run.root) {
+    if (best) save_run(run, run.paths.best_checkpoint());
+    save_run(run, run.paths.last_checkpoint());
+    return;
+  }
   fmt::print(stderr, "valid @ step {:>6} | ppl {:9.3f} | bpt {:6.4f} | {} tokens | {:.1f} s{}\n",
              state.step, result.ppl(), result.bpc(), result.tokens, seconds_since(t0),
              best ? " | best" : "");

@@ -3,6 +3,8 @@
 // logs the uninterrupted run's losses bit for bit, and a resume with another world size is
 // refused; kill -9 of one rank stops the other within seconds and leaves the last checkpoint
 // intact; bad launch settings exit 2 and write nothing.
+#include "txl/train/distributed.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,7 +12,6 @@
 
 #include "cli_harness.h"
 #include "txl/run/checkpoint.h"
-#include "txl/train/distributed.h"
 #include "txl/util/error.h"
 
 namespace txl::testing {
@@ -53,7 +54,19 @@ TEST(Distributed, TwoRanksGiveTheLossesOfOneProcessWithTheSameGlobalBatch) {
   ASSERT_EQ(two.size(), one.size());
   for (const auto& [step, loss] : one) EXPECT_NEAR(two.at(step), loss, 1e-5) << "step " << step;
   // Rank 0 alone wrote the run: the lines of one process (progress and validation), not twice.
-  EXPECT_EQ(read_metrics(root + "/two").size(), read_metrics(root + "/one").size());
+  const auto one_lines = read_metrics(root + "/one");
+  const auto two_lines = read_metrics(root + "/two");
+  ASSERT_EQ(two_lines.size(), one_lines.size());
+  // Validation is sharded over the ranks and summed: the one-process numbers.
+  int validations = 0;
+  for (size_t i = 0; i < one_lines.size(); ++i) {
+    if (!one_lines[i].contains("valid_ppl")) continue;
+    ++validations;
+    EXPECT_EQ(two_lines[i]["valid_tokens"], one_lines[i]["valid_tokens"]);
+    EXPECT_NEAR(two_lines[i]["valid_ppl"].get<double>(), one_lines[i]["valid_ppl"].get<double>(),
+                1e-5 * one_lines[i]["valid_ppl"].get<double>());
+  }
+  EXPECT_EQ(validations, 3);
   cleanup_scratch();
 }
 
@@ -131,8 +144,8 @@ TEST(Distributed, EnvironmentFollowsTorchrunAndNamesABadVariable) {
     const char* value;
   };
   const auto with = [](std::vector<Env> vars) {
-    for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                          "TXL_DIST_TIMEOUT_S"})
+    for (const char* n :
+         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TXL_DIST_TIMEOUT_S"})
       ::unsetenv(n);
     for (const auto& v : vars) ::setenv(v.name, v.value, 1);
   };

@@ -41,6 +41,11 @@ struct EvalRequest {
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // config/encodings.h
   double aid_factor = 0.0;                         // s (0 = derived from L / train_len)
   int64_t train_len = 0;  // keys per training segment of the run (training_length)
+  // Data-parallel validation: score only shard `shard` of `shards` (a contiguous block of the
+  // windows, or of the memory streams), laid out exactly as the whole evaluation lays them
+  // out, so the shards' NLL and token sums add up to the whole evaluation's.
+  int64_t shard = 0;
+  int64_t shards = 1;
 };
 
 // The longest key range a run saw in training: tgt_len, plus mem_len where the encoding

@@ -9,8 +9,8 @@
 //
 // A rank that dies closes its connections, and the others' next collective fails at once
 // with an error naming the operation (`txl train --nproc` then stops them all). A rank that
-// hangs is given up after the timeout (TXL_DIST_TIMEOUT_S, default 600 s: long enough for
-// rank 0 to validate a large split while the others wait).
+// hangs is given up after the timeout (TXL_DIST_TIMEOUT_S, default 600 s: generous, so that
+// a slow checkpoint write on rank 0 never trips it).
 #pragma once
 
 #include <chrono>

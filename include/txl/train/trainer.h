@@ -45,8 +45,9 @@ struct TrainOptions {
   // Data-parallel training (distributed.h), or null for one process. With W ranks each takes
   // batch_size / W contiguous streams of the global batch and their memory; gradients are
   // averaged, so the update is the one-process update of the whole batch. Rank 0 alone writes
-  // the run directory (checkpoints with every rank's memory, metrics, logs) and validates
-  // (the whole split, as one process would); the others wait for it. Dropout draws from a
+  // the run directory (checkpoints with every rank's memory, metrics, logs); validation is
+  // sharded (each rank scores a block of the windows or streams, the NLL and token sums are
+  // added up, so the result is one process's). Dropout draws from a
   // generator seeded per (train.seed, step, rank), so resuming needs no generator states.
   Distributed* dist = nullptr;
 };
