@@ -2,7 +2,22 @@
 
 #include <algorithm>
 
+#include "txl/config/config.h"
+
 namespace txl {
+
+namespace {
+
+// The value a key takes when a config leaves it out: a config written before the key existed
+// (an older run's config.json or checkpoint) means the default, which is no difference.
+const nlohmann::json* default_of(const std::string& section, const std::string& key) {
+  static const nlohmann::json defaults = config_to_json(Config{});
+  if (!defaults.contains(section) || !defaults.at(section).is_object()) return nullptr;
+  const auto& s = defaults.at(section);
+  return s.contains(key) ? &s.at(key) : nullptr;
+}
+
+}  // namespace
 
 std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
                                             const std::vector<std::string>& ignore) {
@@ -39,8 +54,11 @@ std::vector<std::string> config_differences(const nlohmann::json& a, const nlohm
     sections(*sa, keys);
     sections(*sb, keys);
     for (const auto& key : keys) {
-      compare_key(section + "." + key, sa->contains(key) ? &sa->at(key) : nullptr,
-                  sb->contains(key) ? &sb->at(key) : nullptr);
+      const nlohmann::json* x = sa->contains(key) ? &sa->at(key) : nullptr;
+      const nlohmann::json* y = sb->contains(key) ? &sb->at(key) : nullptr;
+      const nlohmann::json* fallback = default_of(section, key);
+      if (fallback && ((!x && y && *y == *fallback) || (!y && x && *x == *fallback))) continue;
+      compare_key(section + "." + key, x, y);
     }
   }
   return out;

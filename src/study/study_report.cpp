@@ -159,27 +159,26 @@ PlotSpec training_plot_spec(const StudySpec& spec, const StudyPaths& paths,
   return s;
 }
 
-}  // namespace
+// What every section of report.md reads.
+struct ReportContext {
+  const StudySpec& spec;
+  const std::vector<CellResults>& cells;
+  const StudyStats& stats;
+  const StudyReportInfo& info;
+  const std::vector<std::string>& drawn;
+  const std::vector<int64_t>& lengths;
 
-std::string study_report_markdown(const StudySpec& spec, const std::vector<CellResults>& cells,
-                                  const StudyStats& stats, const StudyReportInfo& info,
-                                  const std::vector<std::string>& drawn,
-                                  const std::vector<std::string>& plot_notes) {
   // An image link only for a plot that was drawn (a stale or missing file would mislead).
-  const auto image = [&](const std::string& alt, const std::string& plot) {
+  std::string image(const std::string& alt, const std::string& plot) const {
     if (std::find(drawn.begin(), drawn.end(), plot) == drawn.end())
       return fmt::format("({}: not drawn, see below)\n\n", alt);
     return fmt::format("![{}]({}.png)\n\n", alt, plot);
-  };
-  std::string md;
-  const auto& lengths = spec.eval.lengths;
-  md += fmt::format("# txl study: {} ({} split)\n\n", corpus_name(spec), spec.eval.split);
-  md += fmt::format("{} of {} cells finished; groups: {}; baseline: **{}**.\n\n", cells.size(),
-                    spec.cells.size(), join(spec.groups), stats.baseline);
-  if (!stats.missing_cells.empty())
-    md +=
-        fmt::format("Not finished yet (not in the statistics): {}.\n\n", join(stats.missing_cells));
+  }
+};
 
+std::string what_was_run(const ReportContext& c) {
+  const auto& [spec, cells, stats, info, drawn, lengths] = c;
+  std::string md;
   md += "## What was run\n\n";
   md += fmt::format(
       "- Study config: `{}`; base config {}, resolved in `results.json` (`study.base`).\n",
@@ -223,93 +222,117 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
                       format_duration(info.wall_seconds));
   md += "\n";
 
-  const std::string legend =
-      "Cells: perplexity with its 95% interval over seeds (Student t; `(w)`: one seed, window "
-      "bootstrap). **bold** row: the training length. ▲ significantly worse, ▼ significantly "
-      "better than the baseline (the seed-level interval of the paired difference excludes 0).\n\n";
-  for (size_t p = 0; p < spec.protocols.size(); ++p) {
-    const auto& label = spec.protocols[p].label;
-    md += fmt::format("## Perplexity: {}\n\n", label);
-    md += "| L |";
-    for (const auto& g : stats.groups)
-      md += fmt::format(" {}{} |", g.name, g.encoding == stats.baseline ? " (baseline)" : "");
-    md += "\n|---|";
-    for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
-    md += "\n";
-    std::vector<std::string> reasons;
-    for (size_t li = 0; li < lengths.size(); ++li) {
-      const bool trained =
-          std::any_of(stats.groups.begin(), stats.groups.end(),
-                      [&](const GroupStats& g) { return g.train_length == lengths[li]; });
-      md += trained ? fmt::format("| **{}** |", lengths[li]) : fmt::format("| {} |", lengths[li]);
-      for (const auto& g : stats.groups) {
-        const auto& row = g.rows[p][li];
-        if (!row.unavailable.empty()) {
-          md += " n/a |";
-          const std::string why = g.name + ": " + row.unavailable;
-          if (std::find(reasons.begin(), reasons.end(), why) == reasons.end())
-            reasons.push_back(why);
-          continue;
-        }
-        std::string cell = format_estimate(row.ppl);
-        if (row.ppl.basis == "windows") cell += " (w)";
-        if (row.significant) cell += row.nll_diff.value > 0 ? " ▲" : " ▼";
-        md += " " + cell + " |";
-      }
-      md += "\n";
-    }
-    md += "\n" + legend;
-    if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
-    md += image("perplexity against length, " + label, ppl_plot(spec.protocols[p]));
-    if (tokens_differ(stats)) md += bits_per_byte_table(spec, stats, p);
+  return md;
+}
 
-    md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
-    md +=
-        "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than "
-        "the baseline.\n\n| L |";
-    for (const auto& g : stats.groups)
-      if (g.encoding != stats.baseline) md += fmt::format(" {} |", g.name);
-    md += "\n|---|";
-    for (const auto& g : stats.groups)
-      if (g.encoding != stats.baseline) md += "---|";
-    md += "\n";
-    for (size_t li = 0; li < lengths.size(); ++li) {
-      md += fmt::format("| {} |", lengths[li]);
-      for (const auto& g : stats.groups) {
-        if (g.encoding == stats.baseline) continue;
-        const auto& row = g.rows[p][li];
-        md += row.has_vs_baseline
-                  ? " " + ratio_cell(row.ppl_ratio) + (row.significant ? " *" : "") + " |"
-                  : " n/a |";
-      }
-      md += "\n";
-    }
-    md +=
-        "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never "
-        "called significant). Each group is compared with the baseline encoding at the same "
-        "values of the other grid keys. n/a: the group or its baseline has no value at that "
-        "length, or they share no seed.\n\n";
+const char* const kPerplexityLegend =
+    "Cells: perplexity with its 95% interval over seeds (Student t; `(w)`: one seed, window "
+    "bootstrap). **bold** row: the training length. ▲ significantly worse, ▼ significantly "
+    "better than the baseline (the seed-level interval of the paired difference excludes 0).\n\n";
 
-    md += fmt::format(
-        "### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
-    md += "| L |";
-    for (const auto& g : stats.groups) md += fmt::format(" {} |", g.name);
-    md += "\n|---|";
-    for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
-    md += "\n";
-    for (size_t li = 0; li < lengths.size(); ++li) {
-      md += fmt::format("| {} |", lengths[li]);
-      for (const auto& g : stats.groups) {
-        const auto& row = g.rows[p][li];
-        md += row.has_vs_train ? " " + format_estimate(row.train_ratio, 3) + " |" : " n/a |";
+// The perplexity table of protocol p, with its plot (and bits per byte when tokens differ).
+std::string perplexity_section(const ReportContext& c, size_t p) {
+  const auto& [spec, cells, stats, info, drawn, lengths] = c;
+  const auto& label = spec.protocols[p].label;
+  std::string md;
+  md += fmt::format("## Perplexity: {}\n\n", label);
+  md += "| L |";
+  for (const auto& g : stats.groups)
+    md += fmt::format(" {}{} |", g.name, g.encoding == stats.baseline ? " (baseline)" : "");
+  md += "\n|---|";
+  for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
+  md += "\n";
+  std::vector<std::string> reasons;
+  for (size_t li = 0; li < lengths.size(); ++li) {
+    const bool trained =
+        std::any_of(stats.groups.begin(), stats.groups.end(),
+                    [&](const GroupStats& g) { return g.train_length == lengths[li]; });
+    md += trained ? fmt::format("| **{}** |", lengths[li]) : fmt::format("| {} |", lengths[li]);
+    for (const auto& g : stats.groups) {
+      const auto& row = g.rows[p][li];
+      if (!row.unavailable.empty()) {
+        md += " n/a |";
+        const std::string why = g.name + ": " + row.unavailable;
+        if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+        continue;
       }
-      md += "\n";
+      std::string cell = format_estimate(row.ppl);
+      if (row.ppl.basis == "windows") cell += " (w)";
+      if (row.significant) cell += row.nll_diff.value > 0 ? " ▲" : " ▼";
+      md += " " + cell + " |";
     }
     md += "\n";
-    md += fmt::format("### {}: loss by position at L = {}\n\n", label, lengths.back());
-    md += image("loss by position, " + label, position_plot(spec.protocols[p]));
   }
+  md += "\n" + std::string(kPerplexityLegend);
+  if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
+  md += c.image("perplexity against length, " + label, ppl_plot(spec.protocols[p]));
+  if (tokens_differ(stats)) md += bits_per_byte_table(spec, stats, p);
 
+  return md;
+}
+
+std::string baseline_ratio_section(const ReportContext& c, size_t p) {
+  const auto& [spec, cells, stats, info, drawn, lengths] = c;
+  const auto& label = spec.protocols[p].label;
+  std::string md;
+  md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
+  md +=
+      "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than "
+      "the baseline.\n\n| L |";
+  for (const auto& g : stats.groups)
+    if (g.encoding != stats.baseline) md += fmt::format(" {} |", g.name);
+  md += "\n|---|";
+  for (const auto& g : stats.groups)
+    if (g.encoding != stats.baseline) md += "---|";
+  md += "\n";
+  for (size_t li = 0; li < lengths.size(); ++li) {
+    md += fmt::format("| {} |", lengths[li]);
+    for (const auto& g : stats.groups) {
+      if (g.encoding == stats.baseline) continue;
+      const auto& row = g.rows[p][li];
+      md += row.has_vs_baseline
+                ? " " + ratio_cell(row.ppl_ratio) + (row.significant ? " *" : "") + " |"
+                : " n/a |";
+    }
+    md += "\n";
+  }
+  md +=
+      "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never "
+      "called significant). Each group is compared with the baseline encoding at the same "
+      "values of the other grid keys. n/a: the group or its baseline has no value at that "
+      "length, or they share no seed.\n\n";
+
+  return md;
+}
+
+std::string extrapolation_section(const ReportContext& c, size_t p) {
+  const auto& [spec, cells, stats, info, drawn, lengths] = c;
+  const auto& label = spec.protocols[p].label;
+  std::string md;
+  md += fmt::format(
+      "### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
+  md += "| L |";
+  for (const auto& g : stats.groups) md += fmt::format(" {} |", g.name);
+  md += "\n|---|";
+  for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
+  md += "\n";
+  for (size_t li = 0; li < lengths.size(); ++li) {
+    md += fmt::format("| {} |", lengths[li]);
+    for (const auto& g : stats.groups) {
+      const auto& row = g.rows[p][li];
+      md += row.has_vs_train ? " " + format_estimate(row.train_ratio, 3) + " |" : " n/a |";
+    }
+    md += "\n";
+  }
+  md += "\n";
+  md += fmt::format("### {}: loss by position at L = {}\n\n", label, lengths.back());
+  md += c.image("loss by position, " + label, position_plot(spec.protocols[p]));
+  return md;
+}
+
+std::string training_section(const ReportContext& c) {
+  const auto& [spec, cells, stats, info, drawn, lengths] = c;
+  std::string md;
   md +=
       "## Training\n\n| cell | steps | train time | eval time | last valid ppl "
       "|\n|---|---|---|---|---|\n";
@@ -322,8 +345,32 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
   md +=
       "\nTimes are wall clock on the machine above; a cell resumed after an interruption counts "
       "only the training that finished in a txl process that exited cleanly.\n\n";
-  md += image("validation perplexity during training", kValidationPlot);
-  md += image("training loss", kLossPlot);
+  md += c.image("validation perplexity during training", kValidationPlot);
+  md += c.image("training loss", kLossPlot);
+  return md;
+}
+
+}  // namespace
+
+std::string study_report_markdown(const StudySpec& spec, const std::vector<CellResults>& cells,
+                                  const StudyStats& stats, const StudyReportInfo& info,
+                                  const std::vector<std::string>& drawn,
+                                  const std::vector<std::string>& plot_notes) {
+  const ReportContext c{spec, cells, stats, info, drawn, spec.eval.lengths};
+  std::string md;
+  md += fmt::format("# txl study: {} ({} split)\n\n", corpus_name(spec), spec.eval.split);
+  md += fmt::format("{} of {} cells finished; groups: {}; baseline: **{}**.\n\n", cells.size(),
+                    spec.cells.size(), join(spec.groups), stats.baseline);
+  if (!stats.missing_cells.empty())
+    md +=
+        fmt::format("Not finished yet (not in the statistics): {}.\n\n", join(stats.missing_cells));
+  md += what_was_run(c);
+  for (size_t p = 0; p < spec.protocols.size(); ++p) {
+    md += perplexity_section(c, p);
+    md += baseline_ratio_section(c, p);
+    md += extrapolation_section(c, p);
+  }
+  md += training_section(c);
   md += "## Statistics\n\n" + std::string(kStatisticsMethod) + "\n";
   if (!plot_notes.empty()) md += "\n## Plots not drawn\n\n" + join(plot_notes, "\n") + "\n";
   return md;

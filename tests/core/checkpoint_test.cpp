@@ -258,6 +258,19 @@ TEST(CheckpointFile, ConfigDifferencesListEveryKeyButTheIgnoredOnes) {
   EXPECT_TRUE(config_differences(a, a).empty());
 }
 
+// A run (or study) written before a key existed holds no value for it: its default is no
+// difference, so such runs still resume and such studies still continue.
+TEST(CheckpointFile, AKeyAbsentFromAnOlderConfigMeansItsDefault) {
+  const nlohmann::json older = {{"data", {{"dir", "x"}, {"tokenizer", "char"}}}};
+  nlohmann::json now = older;
+  now["data"]["vocab_size"] = 0;
+  EXPECT_TRUE(config_differences(older, now).empty());
+  EXPECT_TRUE(config_differences(now, older).empty());
+  now["data"]["vocab_size"] = 300;
+  EXPECT_EQ(config_differences(older, now),
+            (std::vector<std::string>{"data.vocab_size: (absent) vs 300"}));
+}
+
 TEST(RunDirectory, LoadRunRefusesACheckpointFromAnotherVocabularyOrModel) {
   // A real run from the CLI, then damaged in three ways.
   const std::string root = testing::fresh_dir("load_run");

@@ -1,0 +1,27 @@
+// load_training_data (trainer.h): the corpus and every check on it that needs no run
+// directory.
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/platform/resources.h"
+#include "txl/train/batcher.h"
+#include "txl/train/memory_estimate.h"
+#include "txl/train/trainer.h"
+#include "txl/util/clock.h"
+
+namespace txl {
+
+Corpus load_training_data(const Config& config) {
+  auto t_load = Clock::now();
+  Corpus corpus = load_corpus(config.data);
+  fmt::print(stderr, "data: {} | vocab {} | train {} / valid {} / test {} tokens | {:.1f} s\n",
+             config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
+             corpus.test.size(), seconds_since(t_load));
+  const auto& tc = config.train;
+  check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
+                         longest_segment(tc));
+  check_training_memory(estimate_training_memory(config, corpus.vocab.size(), longest_segment(tc)),
+                        available_memory_bytes());
+  return corpus;
+}
+
+}  // namespace txl
