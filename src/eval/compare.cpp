@@ -99,18 +99,22 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   return j;
 }
 
-std::string format_comparison_table(const Comparison& c) {
-  const bool chars = c.tokenizer == "char";
+namespace {
+
+// The first run the method applies to, or null.
+const CompareRun* first_supported(const Comparison& c) {
+  for (const auto& run : c.runs) {
+    if (run.supported) return &run;
+  }
+  return nullptr;
+}
+
+// The heading: corpus, method, and each run's encoding, training length and n/a lengths.
+std::string comparison_heading(const Comparison& c) {
+  const CompareRun* any = first_supported(c);
   std::string out = fmt::format("compare | corpus {} ({}) | {} split | method {}\n", c.corpus,
                                 c.data_dir, c.split, c.method);
   // Settings that are the same for every run and differ per length (stride, memory).
-  const CompareRun* any = nullptr;
-  for (const auto& run : c.runs) {
-    if (run.supported) {
-      any = &run;
-      break;
-    }
-  }
   if (any && !any->results.empty()) out += "method " + describe_method(any->results.front()) + "\n";
   for (const auto& run : c.runs) {
     out += fmt::format("  {}: {} encoding, trained at length {}, {} step {}{}\n", run.name,
@@ -122,6 +126,13 @@ std::string format_comparison_table(const Comparison& c) {
     }
   }
 
+  return out;
+}
+
+// One row per length: the setting, tokens, each run's cell and, for two runs, the paired
+// difference.
+std::string comparison_rows(const Comparison& c) {
+  std::string out;
   std::vector<std::string> headers;
   std::vector<std::vector<std::string>> cells(c.lengths.size());
   for (const auto& run : c.runs) headers.push_back(fmt::format("{} ({})", run.name, run.encoding));
@@ -165,6 +176,15 @@ std::string format_comparison_table(const Comparison& c) {
     }
     out += line + "\n";
   }
+  return out;
+}
+
+// The legend, the bits-per-byte conversion, the intervals' method and the notes.
+std::string comparison_footer(const Comparison& c) {
+  const bool chars = c.tokenizer == "char";
+  const bool paired = has_paired(c);
+  const CompareRun* any = first_supported(c);
+  std::string out;
   out += fmt::format("cells: ppl [95% interval]{} ; * = the run's training length\n",
                      chars ? " bpc" : "");
   out +=
@@ -200,6 +220,12 @@ std::string format_comparison_table(const Comparison& c) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string format_comparison_table(const Comparison& c) {
+  return comparison_heading(c) + comparison_rows(c) + comparison_footer(c);
 }
 
 }  // namespace txl
