@@ -106,7 +106,10 @@ nlohmann::json BenchResult::to_json() const {
   return j;
 }
 
-BenchResult run_bench(const Config& config, const BenchOptions& o) {
+namespace {
+
+// The machine and the shapes: what every bench result starts with.
+BenchResult describe_bench(const Config& config, const BenchOptions& o) {
   const auto& tc = config.train;
   BenchResult r;
   r.threads = set_threads(tc.threads);
@@ -121,24 +124,20 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   r.query_len = tc.tgt_len;
   r.steps = o.steps;
   r.warmup = o.warmup;
-  torch::manual_seed(static_cast<uint64_t>(tc.seed));
+  return r;
+}
 
-  TransformerLM model(config.model, o.vocab_size);
-  r.parameters = count_parameters(*model);
-  r.mem_len = model->has_memory() ? tc.mem_len : 0;
-  r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
+torch::Tensor random_tokens(const BenchResult& r, int64_t vocab_size) {
+  return torch::randint(vocab_size, {r.batch, r.query_len}, torch::kLong);  // [B, Q]
+}
+
+// Training: the same phases as train_model (trainer.cpp), on random tokens; fills the
+// per-step times, tokens/s and (with o.profile) the operator profile.
+void time_training(TransformerLM& model, const Config& config, const BenchOptions& o,
+                   BenchResult& r) {
+  const auto& tc = config.train;
   torch::optim::AdamW optimizer(model->parameters(),
                                 torch::optim::AdamWOptions(tc.lr).weight_decay(tc.weight_decay));
-  auto random_tokens = [&] {
-    return torch::randint(o.vocab_size, {r.batch, r.query_len}, torch::kLong);
-  };
-
-  // The measured peak is taken before and after the model runs, best of both: the machine
-  // may be shared, and the ratio should not flatter the model.
-  const auto dtype = gemm_dtype(tc.precision);
-  r.gemm_peak_gflops = measure_gemm_gflops(dtype, 1024, 10);
-
-  // Training: the same phases as train_model (trainer.cpp), on random tokens.
   model->train();
   Memory memory;
   StepPhases total;
@@ -152,8 +151,8 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
       timed_start = Clock::now();
       cpu_start = process_cpu_seconds();
     }
-    const auto inputs = random_tokens();
-    const auto targets = random_tokens();
+    const auto inputs = random_tokens(r, o.vocab_size);
+    const auto targets = random_tokens(r, o.vocab_size);
     const auto t0 = Clock::now();
     torch::Tensor loss;
     {
@@ -193,8 +192,13 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   r.train_tokens_per_s = steps * r.batch * r.query_len / (train_ms / 1000.0);
   r.phases = {total.forward_ms / steps, total.backward_ms / steps, total.clip_ms / steps,
               total.optimizer_ms / steps};
+}
 
-  // Evaluation: forward passes with memory, as the `memory` evaluation method runs them.
+// Evaluation: forward passes with memory, as the `memory` evaluation method runs them.
+void time_evaluation(TransformerLM& model, const Config& config, const BenchOptions& o,
+                     BenchResult& r) {
+  const auto& tc = config.train;
+  const double steps = static_cast<double>(std::max<int64_t>(o.steps, 1));
   {
     model->eval();
     torch::NoGradGuard no_grad;
@@ -202,9 +206,9 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
     auto eval_pass = [&] {
       AutocastGuard autocast(tc.precision);
       ForwardOptions fwd;
-      fwd.targets = random_tokens();
+      fwd.targets = random_tokens(r, o.vocab_size);
       fwd.keep_memory = r.mem_len;
-      auto out = model->forward(random_tokens(), eval_memory, fwd);
+      auto out = model->forward(random_tokens(r, o.vocab_size), eval_memory, fwd);
       eval_memory = std::move(out.memory);
       return out.nll.sum().item<double>();
     };
@@ -218,8 +222,25 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
     r.eval_tokens_per_s = steps * r.batch * r.query_len / (eval_ms / 1000.0);
     model->train();
   }
-  r.peak_rss_mb = peak_rss_mb();
+}
 
+}  // namespace
+
+BenchResult run_bench(const Config& config, const BenchOptions& o) {
+  const auto& tc = config.train;
+  BenchResult r = describe_bench(config, o);
+  torch::manual_seed(static_cast<uint64_t>(tc.seed));
+  TransformerLM model(config.model, o.vocab_size);
+  r.parameters = count_parameters(*model);
+  r.mem_len = model->has_memory() ? tc.mem_len : 0;
+  r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
+  // The measured peak is taken before and after the model runs, best of both: the machine
+  // may be shared, and the ratio should not flatter the model.
+  const auto dtype = gemm_dtype(tc.precision);
+  r.gemm_peak_gflops = measure_gemm_gflops(dtype, 1024, 10);
+  time_training(model, config, o, r);
+  time_evaluation(model, config, o, r);
+  r.peak_rss_mb = peak_rss_mb();
   r.gemm_peak_gflops = std::max(r.gemm_peak_gflops, measure_gemm_gflops(dtype, 1024, 10));
   r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
   r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
