@@ -13,6 +13,7 @@
 #include "txl/eval/report.h"
 #include "txl/run/run_dir.h"
 #include "txl/study/study_bits.h"
+#include "txl/study/study_plots.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
 #include "txl/util/version.h"
@@ -35,10 +36,6 @@ std::string position_plot(const StudyProtocol& p) { return "plots/positions-" + 
 const char* const kValidationPlot = "plots/validation";
 const char* const kLossPlot = "plots/train-loss";
 
-std::string corpus_name(const StudySpec& spec) {
-  return run_name(spec.cells.front().config.data.dir);
-}
-
 // "5.37 [5.31, 5.43]"; "5.37" without an interval.
 std::string format_estimate(const Estimate& e, int digits = 2) {
   if (!e.has_interval) return fmt::format("{:.{}f}", e.value, digits);
@@ -47,116 +44,6 @@ std::string format_estimate(const Estimate& e, int digits = 2) {
 
 std::string ratio_cell(const Estimate& e) {
   return format_estimate(e, 3) + (e.basis == "windows" ? " (w)" : "");
-}
-
-std::vector<json> metrics_lines(const StudyPaths& paths, const std::string& cell) {
-  std::vector<json> out;
-  std::ifstream in(RunPaths{paths.run_dir(cell)}.metrics());
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      out.push_back(json::parse(line));
-    } catch (const json::exception&) {
-      // a line cut by kill -9: skip it
-    }
-  }
-  return out;
-}
-
-// The last validation perplexity in the cell's metrics (0 when none).
-double last_valid_ppl(const StudyPaths& paths, const std::string& cell) {
-  double ppl = 0.0;
-  for (const auto& j : metrics_lines(paths, cell)) {
-    if (j.contains("valid_ppl") && j["valid_ppl"].is_number()) ppl = j["valid_ppl"];
-  }
-  return ppl;
-}
-
-PlotSpec ppl_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p) {
-  PlotSpec s;
-  s.title = fmt::format("{}: perplexity vs evaluated length ({}, {} split)", corpus_name(spec),
-                        spec.protocols[p].label, spec.eval.split);
-  s.xlabel = "evaluated length L (tokens, log2 scale)";
-  s.ylabel = "perplexity";
-  s.mark_label = "trained at {}";
-  s.bands = true;
-  const bool one_seed = std::any_of(stats.groups.begin(), stats.groups.end(),
-                                    [](const GroupStats& g) { return g.seeds.size() < 2; });
-  s.key_title =
-      one_seed ? "bands: 95% interval (seeds; 1 seed: windows)" : "bands: 95% interval over seeds";
-  for (const auto& g : stats.groups) {
-    PlotSeries series;
-    series.label =
-        fmt::format("{} ({} seed{})", g.name, g.seeds.size(), g.seeds.size() == 1 ? "" : "s");
-    for (const auto& row : g.rows[p]) {
-      if (!row.unavailable.empty()) continue;
-      series.x.push_back(row.length);
-      series.y.push_back(row.ppl.value);
-      series.lo.push_back(row.ppl.has_interval ? row.ppl.lo : row.ppl.value);
-      series.hi.push_back(row.ppl.has_interval ? row.ppl.hi : row.ppl.value);
-    }
-    if (series.x.empty()) continue;
-    s.series.push_back(series);
-    if (std::find(s.marks.begin(), s.marks.end(), g.train_length) == s.marks.end())
-      s.marks.push_back(g.train_length);
-  }
-  return s;
-}
-
-// Mean NLL per window position at the longest length every group reached.
-PlotSpec position_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p) {
-  PlotSpec s;
-  const int64_t length = spec.eval.lengths.back();
-  s.title = fmt::format("{}: loss by position in the window at L = {} ({})", corpus_name(spec),
-                        length, spec.protocols[p].label);
-  s.xlabel = "position in the window (first position of each bucket)";
-  s.ylabel = "mean NLL (nats per token, mean over seeds)";
-  s.mark_label = "trained at {}";
-  s.log_x = false;
-  s.x_max = length;
-  s.key_title = "";
-  for (const auto& g : stats.groups) {
-    const auto& row = g.rows[p].back();
-    if (!row.unavailable.empty() || row.position_nll.empty()) continue;
-    PlotSeries series;
-    series.label = g.name;
-    for (size_t b = 0; b < row.position_nll.size(); ++b) {
-      series.x.push_back(row.position_start[b]);
-      series.y.push_back(row.position_nll[b]);
-    }
-    s.series.push_back(series);
-    if (g.train_length < length &&
-        std::find(s.marks.begin(), s.marks.end(), g.train_length) == s.marks.end())
-      s.marks.push_back(g.train_length);
-  }
-  return s;
-}
-
-// One line per cell from its metrics.jsonl: validation perplexity or training loss by step.
-PlotSpec training_plot_spec(const StudySpec& spec, const StudyPaths& paths,
-                            const std::vector<CellResults>& cells, bool validation) {
-  PlotSpec s;
-  s.title = fmt::format("{}: {} during training, per cell", corpus_name(spec),
-                        validation ? "validation perplexity" : "training loss");
-  s.xlabel = "optimizer step";
-  s.ylabel =
-      validation ? "validation perplexity" : "training loss (nats per token, log interval mean)";
-  s.log_x = false;
-  s.key_title = "";
-  s.points = validation;
-  for (const auto& c : cells) {
-    PlotSeries series;
-    series.label = c.name;
-    for (const auto& j : metrics_lines(paths, c.name)) {
-      const char* key = validation ? "valid_ppl" : "loss";
-      if (!j.contains(key) || !j[key].is_number() || !j.contains("step")) continue;
-      if (!validation && j.contains("valid_ppl")) continue;
-      series.x.push_back(j["step"].get<int64_t>());
-      series.y.push_back(j[key].get<double>());
-    }
-    if (!series.x.empty()) s.series.push_back(series);
-  }
-  return s;
 }
 
 // What every section of report.md reads.
@@ -358,7 +245,7 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
                                   const std::vector<std::string>& plot_notes) {
   const ReportContext c{spec, cells, stats, info, drawn, spec.eval.lengths};
   std::string md;
-  md += fmt::format("# txl study: {} ({} split)\n\n", corpus_name(spec), spec.eval.split);
+  md += fmt::format("# txl study: {} ({} split)\n\n", study_corpus_name(spec), spec.eval.split);
   md += fmt::format("{} of {} cells finished; groups: {}; baseline: **{}**.\n\n", cells.size(),
                     spec.cells.size(), join(spec.groups), stats.baseline);
   if (!stats.missing_cells.empty())
