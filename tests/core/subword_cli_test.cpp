@@ -162,6 +162,24 @@ TEST_F(SubwordRuns, AStudyOverTokenizersReportsBitsPerByte) {
   for (const auto& c : results["cells"]) EXPECT_TRUE(c["results"][0].contains("bpb"));
 }
 
+// txl info says what this build can do with devices, processes and subwords; a plugin that
+// cannot be found turns bpe and unigram off with the reason, not the whole program.
+TEST_F(SubwordRuns, InfoNamesDevicesDistributedAndSubwords) {
+  auto r = run_txl({"info", "--no-bench"}, env);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.out.find("devices      cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("distributed  c10d, Gloo"), std::string::npos) << r.out;
+  const bool plugin = subword_available();
+  EXPECT_NE(r.out.find(plugin ? "subwords     bpe, unigram" : "subwords     unavailable"),
+            std::string::npos)
+      << r.out;
+  r = run_txl({"info", "--no-bench"}, {"TXL_SPM_PLUGIN=/nonexistent/libtxl_spm.so"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  if (plugin) {  // the copy beside the binary is still found
+    EXPECT_NE(r.out.find("subwords     bpe, unigram"), std::string::npos) << r.out;
+  }
+}
+
 TEST_F(SubwordRuns, AVocabularySizeTheCorpusCannotTakeIsExitTwoBeforeARunExists) {
   SKIP_WITHOUT_SENTENCEPIECE();
   const std::string run = scratch_dir("runs") + "/big";
