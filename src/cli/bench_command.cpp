@@ -166,24 +166,8 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
   return 0;
 }
 
-int run_bench_command(const BenchCommandOptions& o) {
-  check_options(o);
-  const Config config = resolve_config(o);
-  if (!o.encodings.empty()) return run_encodings_bench(o, config);
-
-  if (o.long_only) {
-    const auto r = run_long_window(config, o.vocab, o.long_length, static_cast<int>(o.long_passes));
-    write_json(o.json_path, {{"long_window", r.to_json()}});
-    if (o.json_path.empty()) fmt::print("{}\n", r.to_json().dump());
-    return 0;
-  }
-
-  BenchOptions options;
-  options.vocab_size = o.vocab;
-  options.steps = o.steps;
-  options.warmup = o.warmup;
-  options.profile = o.profile;
-  const auto r = run_bench(config, options);
+// The bench's table: shapes, train and eval timings, memory, FLOPs and MFU, the profile.
+void print_bench(const BenchResult& r, const Config& config, bool profile) {
   const auto& m = config.model;
 
   fmt::print(
@@ -216,7 +200,7 @@ int run_bench_command(const BenchCommandOptions& o) {
       100.0 * r.eval_mfu);
   fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
              r.load_average);
-  if (o.profile) {
+  if (profile) {
     fmt::print(
         "\nper-operator time over the {} timed steps ({:.0f} ms wall; profiler overhead "
         "included):\n{}",
@@ -224,34 +208,58 @@ int run_bench_command(const BenchCommandOptions& o) {
     fmt::print("\nthe same time by (operator <- caller):\n{}",
                format_op_table(r.profile_by_caller, r.profiled_ms, 40));
   }
+}
 
-  auto j = r.to_json();
-  if (o.long_length > 0) {
-    fmt::print("\nlong window  L = {}, batch 1, no memory, {} (each encoding in a fresh process)\n",
-               o.long_length, r.precision);
-    fmt::print("  {:<18} {:>10} {:>10} {:>14} {:>12}\n", "encoding", "ms", "tok/s", "peak RSS MB",
-               "growth MB");
-    auto rows = nlohmann::json::array();
-    for (const auto& traits : encoding_registry()) {
-      ModelConfig m = config.model;
-      m.pos_encoding = traits.id;
-      m.encoding_options.clear();  // the child runs each encoding at its defaults
-      if (position_limit(m) < o.long_length) {
-        // A learned table has no rows for such a window (txl eval refuses it too).
-        fmt::print("  {:<18} {:>10}   (its table holds {} positions)\n", traits.name, "n/a",
-                   position_limit(m));
-        rows.push_back({{"pos_encoding", traits.name},
-                        {"length", o.long_length},
-                        {"skipped", fmt::format("table of {} positions", position_limit(m))}});
-        continue;
-      }
-      const auto w = long_window_in_child(o, config, traits.id, r.threads);
-      fmt::print("  {:<18} {:>10.1f} {:>10.0f} {:>14.0f} {:>12.0f}\n", w.pos_encoding, w.eval_ms,
-                 w.tokens_per_s, w.peak_rss_mb, w.growth_mb);
-      rows.push_back(w.to_json());
+// Each encoding's long window, each in a fresh process, printed and as JSON rows.
+nlohmann::json long_window_rows(const BenchCommandOptions& o, const Config& config,
+                                const BenchResult& r) {
+  fmt::print("\nlong window  L = {}, batch 1, no memory, {} (each encoding in a fresh process)\n",
+             o.long_length, r.precision);
+  fmt::print("  {:<18} {:>10} {:>10} {:>14} {:>12}\n", "encoding", "ms", "tok/s", "peak RSS MB",
+             "growth MB");
+  auto rows = nlohmann::json::array();
+  for (const auto& traits : encoding_registry()) {
+    ModelConfig m = config.model;
+    m.pos_encoding = traits.id;
+    m.encoding_options.clear();  // the child runs each encoding at its defaults
+    if (position_limit(m) < o.long_length) {
+      // A learned table has no rows for such a window (txl eval refuses it too).
+      fmt::print("  {:<18} {:>10}   (its table holds {} positions)\n", traits.name, "n/a",
+                 position_limit(m));
+      rows.push_back({{"pos_encoding", traits.name},
+                      {"length", o.long_length},
+                      {"skipped", fmt::format("table of {} positions", position_limit(m))}});
+      continue;
     }
-    j["long_window"] = rows;
+    const auto w = long_window_in_child(o, config, traits.id, r.threads);
+    fmt::print("  {:<18} {:>10.1f} {:>10.0f} {:>14.0f} {:>12.0f}\n", w.pos_encoding, w.eval_ms,
+               w.tokens_per_s, w.peak_rss_mb, w.growth_mb);
+    rows.push_back(w.to_json());
   }
+  return rows;
+}
+
+int run_bench_command(const BenchCommandOptions& o) {
+  check_options(o);
+  const Config config = resolve_config(o);
+  if (!o.encodings.empty()) return run_encodings_bench(o, config);
+
+  if (o.long_only) {
+    const auto r = run_long_window(config, o.vocab, o.long_length, static_cast<int>(o.long_passes));
+    write_json(o.json_path, {{"long_window", r.to_json()}});
+    if (o.json_path.empty()) fmt::print("{}\n", r.to_json().dump());
+    return 0;
+  }
+
+  BenchOptions options;
+  options.vocab_size = o.vocab;
+  options.steps = o.steps;
+  options.warmup = o.warmup;
+  options.profile = o.profile;
+  const auto r = run_bench(config, options);
+  print_bench(r, config, o.profile);
+  auto j = r.to_json();
+  if (o.long_length > 0) j["long_window"] = long_window_rows(o, config, r);
   write_json(o.json_path, j);
   return 0;
 }
