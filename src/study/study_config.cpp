@@ -6,7 +6,6 @@
 #include <cctype>
 #include <set>
 
-#include "txl/config/config_diff.h"
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
 #include "txl/util/error.h"
@@ -232,6 +231,81 @@ bool grid_has(const std::vector<GridAxis>& grid, const std::string& key) {
 
 std::string field_of(const std::string& key) { return key.substr(key.find('.') + 1); }
 
+// The base config, from a path or inline; returns the name its messages use.
+std::string read_base(const json& j, const std::string& source, StudySpec& spec) {
+  std::string base_source = source + ": base";
+  if (j["base"].is_string()) {
+    base_source = j["base"].get<std::string>();
+    spec.base_path = base_source;
+    spec.base = read_json_file(base_source);
+  } else if (j["base"].is_object()) {
+    spec.base = j["base"];
+  } else {
+    throw InputError(source + ": \"base\" must be a path to a txl config or the config inline");
+  }
+  return base_source;
+}
+
+// An encoding without memory cannot train with the base's memory: unless the grid sets
+// train.mem_len itself, such a cell trains without (and says so in its overrides).
+void drop_memory_if_memoryless(const StudySpec& spec, json& cj, StudyCell& cell) {
+  if (!grid_has(spec.grid, "train.mem_len") && cj.contains("model") &&
+      cj["model"].contains("pos_encoding") && cj["model"]["pos_encoding"].is_string() &&
+      (!cj.contains("train") || !cj["train"].is_object() ||
+       cj["train"].value("mem_len", int64_t{-1}) != 0)) {
+    const std::string enc = cj["model"]["pos_encoding"];
+    const auto& registry = encoding_registry();
+    const auto it = std::find_if(registry.begin(), registry.end(),
+                                 [&](const EncodingTraits& t) { return enc == t.name; });
+    if (it != registry.end() && !it->takes_memory) {
+      apply_override(cj, "train.mem_len=0");
+      cell.overrides.push_back("train.mem_len=0");
+    }
+  }
+}
+
+// The cell at one combination of grid values (index[a] into axis a), named and validated.
+StudyCell make_cell(const StudySpec& spec, const std::vector<size_t>& index,
+                    const std::string& source) {
+  StudyCell cell;
+  json cj = spec.base;
+  std::vector<std::string> parts, group_parts, variant_parts;
+  for (size_t a = 0; a < spec.grid.size(); ++a) {
+    const auto& axis = spec.grid[a];
+    const json& v = axis.values[index[a]];
+    const std::string assignment = axis.key + "=" + assignment_value(v);
+    try {
+      apply_override(cj, assignment);
+    } catch (const InputError& e) {
+      throw InputError(source + ": grid[\"" + axis.key + "\"]: " + e.what());
+    }
+    cell.overrides.push_back(assignment);
+    if (axis.key == kSeedKey) {
+      cell.seed = v.get<int64_t>();
+      parts.push_back("seed" + name_part(v));
+    } else if (axis.key == kEncodingKey) {
+      cell.encoding = assignment_value(v);
+      parts.push_back(name_part(v));
+      group_parts.push_back(name_part(v));
+    } else {
+      const std::string part = field_of(axis.key) + name_part(v);
+      parts.push_back(part);
+      group_parts.push_back(part);
+      variant_parts.push_back(part);
+    }
+  }
+  drop_memory_if_memoryless(spec, cj, cell);
+  cell.name = join(parts, "-");
+  cell.group = join(group_parts, "-");
+  cell.variant = join(variant_parts, "-");
+  try {
+    cell.config = config_from_json(cj, source + ": cell " + cell.name);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (grid values " + join(cell.overrides) + ")");
+  }
+  return cell;
+}
+
 }  // namespace
 
 StudySpec study_from_json(const json& j, const std::string& source, int64_t threads) {
@@ -244,16 +318,7 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
     throw InputError(source +
                      ": \"grid\" is missing, e.g. {\"model.pos_encoding\": [\"relative\", "
                      "\"rope\"], \"train.seed\": [1, 2, 3]}");
-  std::string base_source = source + ": base";
-  if (j["base"].is_string()) {
-    base_source = j["base"].get<std::string>();
-    spec.base_path = base_source;
-    spec.base = read_json_file(base_source);
-  } else if (j["base"].is_object()) {
-    spec.base = j["base"];
-  } else {
-    throw InputError(source + ": \"base\" must be a path to a txl config or the config inline");
-  }
+  const std::string base_source = read_base(j, source, spec);
   if (threads > 0) spec.base["train"]["threads"] = threads;
   const Config base = config_from_json(spec.base, base_source);
   spec.grid = parse_grid(j["grid"], source + ": grid");
@@ -265,59 +330,10 @@ StudySpec study_from_json(const json& j, const std::string& source, int64_t thre
   std::vector<size_t> index(spec.grid.size(), 0);
   std::set<std::string> names;
   do {
-    StudyCell cell;
-    json cj = spec.base;
-    std::vector<std::string> parts, group_parts, variant_parts;
-    for (size_t a = 0; a < spec.grid.size(); ++a) {
-      const auto& axis = spec.grid[a];
-      const json& v = axis.values[index[a]];
-      const std::string assignment = axis.key + "=" + assignment_value(v);
-      try {
-        apply_override(cj, assignment);
-      } catch (const InputError& e) {
-        throw InputError(source + ": grid[\"" + axis.key + "\"]: " + e.what());
-      }
-      cell.overrides.push_back(assignment);
-      if (axis.key == kSeedKey) {
-        cell.seed = v.get<int64_t>();
-        parts.push_back("seed" + name_part(v));
-      } else if (axis.key == kEncodingKey) {
-        cell.encoding = assignment_value(v);
-        parts.push_back(name_part(v));
-        group_parts.push_back(name_part(v));
-      } else {
-        const std::string part = field_of(axis.key) + name_part(v);
-        parts.push_back(part);
-        group_parts.push_back(part);
-        variant_parts.push_back(part);
-      }
-    }
-    // An encoding without memory cannot train with the base's memory: unless the grid sets
-    // train.mem_len itself, such a cell trains without (and says so in its overrides).
-    if (!grid_has(spec.grid, "train.mem_len") && cj.contains("model") &&
-        cj["model"].contains("pos_encoding") && cj["model"]["pos_encoding"].is_string() &&
-        (!cj.contains("train") || !cj["train"].is_object() ||
-         cj["train"].value("mem_len", int64_t{-1}) != 0)) {
-      const std::string enc = cj["model"]["pos_encoding"];
-      const auto& registry = encoding_registry();
-      const auto it = std::find_if(registry.begin(), registry.end(),
-                                   [&](const EncodingTraits& t) { return enc == t.name; });
-      if (it != registry.end() && !it->takes_memory) {
-        apply_override(cj, "train.mem_len=0");
-        cell.overrides.push_back("train.mem_len=0");
-      }
-    }
-    cell.name = join(parts, "-");
-    cell.group = join(group_parts, "-");
-    cell.variant = join(variant_parts, "-");
+    StudyCell cell = make_cell(spec, index, source);
     if (!names.insert(cell.name).second) {
       throw InputError(source + ": two cells would both be named " + cell.name +
                        " (grid values that differ only in characters a name cannot hold)");
-    }
-    try {
-      cell.config = config_from_json(cj, source + ": cell " + cell.name);
-    } catch (const InputError& e) {
-      throw InputError(std::string(e.what()) + " (grid values " + join(cell.overrides) + ")");
     }
     if (std::find(spec.groups.begin(), spec.groups.end(), cell.group) == spec.groups.end())
       spec.groups.push_back(cell.group);
@@ -336,52 +352,9 @@ StudySpec read_study(const std::string& path, int64_t threads) {
   return study_from_json(read_json_file(path), path, threads);
 }
 
-json study_eval_json(const StudyEval& e) {
-  return {{"split", e.split},           {"methods", e.methods},      {"lengths", e.lengths},
-          {"stride", e.stride},         {"mem_lens", e.mem_lens},    {"aids", e.aids},
-          {"max_tokens", e.max_tokens}, {"checkpoint", e.checkpoint}};
-}
-
 std::vector<std::string> protocol_labels(const StudySpec& spec) {
   std::vector<std::string> out;
   for (const auto& p : spec.protocols) out.push_back(p.label);
-  return out;
-}
-
-json study_manifest(const StudySpec& spec) {
-  json grid = json::array();
-  for (const auto& axis : spec.grid) grid.push_back({{"key", axis.key}, {"values", axis.values}});
-  return {{"format", "txl-study"},
-          {"version", 1},
-          {"base", config_to_json(config_from_json(spec.base, spec.source))},
-          {"grid", grid},
-          {"eval", study_eval_json(spec.eval)}};
-}
-
-std::vector<std::string> study_differences(const json& saved, const json& now) {
-  std::vector<std::string> out;
-  for (const auto& d : config_differences(saved.at("base"), now.at("base"), {"train.threads"}))
-    out.push_back("base " + d);
-  for (const auto& [key, value] : saved.at("eval").items()) {
-    if (!now.at("eval").contains(key) || now["eval"][key] != value)
-      out.push_back(fmt::format("eval.{}: {} vs {}", key, value.dump(),
-                                now["eval"].value(key, json()).dump()));
-  }
-  std::vector<std::string> saved_keys, now_keys;
-  for (const auto& a : saved.at("grid")) saved_keys.push_back(a.at("key"));
-  for (const auto& a : now.at("grid")) now_keys.push_back(a.at("key"));
-  if (saved_keys != now_keys) {
-    out.push_back("grid keys: " + join(saved_keys) + " vs " + join(now_keys));
-    return out;
-  }
-  for (size_t a = 0; a < saved_keys.size(); ++a) {
-    const auto& now_values = now["grid"][a]["values"];
-    for (const auto& v : saved["grid"][a]["values"]) {
-      if (std::find(now_values.begin(), now_values.end(), v) == now_values.end())
-        out.push_back("grid[\"" + saved_keys[a] + "\"] no longer lists " + v.dump() +
-                      " (values may be added, not removed)");
-    }
-  }
   return out;
 }
 
