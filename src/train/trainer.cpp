@@ -54,8 +54,7 @@ struct TrainRun {
         tokens_per_step(c.train.batch_size * c.train.tgt_len),
         dist(o.dist),
         root(o.dist == nullptr || o.dist->is_root()),
-        world(o.dist == nullptr ? 1 : o.dist->world_size()),
-        rank(o.dist == nullptr ? 0 : o.dist->rank()) {}
+        world(o.dist == nullptr ? 1 : o.dist->world_size()) {}
 
   const Config& config;
   const TrainOptions& options;
@@ -79,9 +78,8 @@ struct TrainRun {
   Clock::time_point run_start;       // start of this process's steps (for eta and tok/s)
   TrainSummary summary;
   Distributed* dist;  // null: one process
-  bool root;          // writes the run directory, prints and validates
-  int world;
-  int rank;
+  bool root;          // writes the run directory and prints
+  int world;          // processes training (1 without dist)
 };
 
 // Whether every rank's memory is finite (the same answer on every rank; collective).
