@@ -25,12 +25,6 @@ constexpr char kMagic[8] = {'T', 'X', 'L', 'T', 'O', 'K', 'S', '\n'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8 + 8;
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // What shapes a vocabulary besides the training text.
 uint64_t settings_hash(const DataConfig& c) {
   Fnv1a64 h;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "txl/data/corpus.h"
 #include "txl/data/tokenizers.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -28,12 +29,6 @@ std::string model_path_beside(const std::string& vocab_path) {
   return (std::filesystem::path(vocab_path).parent_path() / kSubwordModelFile).string();
 }
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // The model a subword vocab.json names: its file beside vocab.json, checked against the
 // recorded XXH64 and against the vocabulary's tokens.
 std::shared_ptr<const SubwordModel> read_subword_model(const nlohmann::json& j,
@@ -49,11 +44,7 @@ std::shared_ptr<const SubwordModel> read_subword_model(const nlohmann::json& j,
   if (!std::filesystem::exists(path)) {
     throw InputError(path + ": missing; the subword vocabulary " + source + " needs its model");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (!in) throw InputError(path + ": cannot read the subword model");
-  std::string bytes = buf.str();
+  std::string bytes = read_text_file(path);
   if (hex64(xxh64(bytes.data(), bytes.size())) != hash->get<std::string>()) {
     throw InputError(path + ": damaged or replaced (its XXH64 differs from the one " + source +
                      " records)");

@@ -15,8 +15,6 @@ namespace {
 
 constexpr int kCacheVersion = 2;  // 2: learned_absolute interpolation over the trained rows
 
-std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
-
 }  // namespace
 
 uint64_t checksum_file(const std::string& path) {
@@ -48,10 +46,10 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
   const bool memory = r.method == EvalMethod::kMemory;
   return {{"version", kCacheVersion},
           {"split", s.split},
-          {"split_checksum", hex(s.split_checksum)},
+          {"split_checksum", hex64(s.split_checksum)},
           {"checkpoint", s.checkpoint},
           {"checkpoint_step", s.checkpoint_step},
-          {"checkpoint_checksum", hex(s.checkpoint_checksum)},
+          {"checkpoint_checksum", hex64(s.checkpoint_checksum)},
           {"method", to_string(r.method)},
           {"length", r.length},
           {"stride", effective_stride(r)},

@@ -1,5 +1,7 @@
 #include "txl/util/hash.h"
 
+#include <cstdio>
+
 namespace txl {
 
 namespace {
@@ -26,6 +28,12 @@ uint64_t xxh_merge(uint64_t acc, uint64_t value) {
 }
 
 }  // namespace
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 uint64_t read_u64_le(const unsigned char* p) {
   uint64_t v = 0;

@@ -28,6 +28,9 @@ class Fnv1a64 {
   uint64_t h_ = 14695981039346656037ull;  // offset basis
 };
 
+// 16 lowercase hex digits, zero-padded: how hashes appear in file names and JSON.
+std::string hex64(uint64_t v);
+
 // Little-endian codecs of fixed-width integers (file headers).
 uint64_t read_u64_le(const unsigned char* p);
 uint32_t read_u32_le(const unsigned char* p);
