@@ -3,11 +3,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+extern char** environ;
 
 namespace txl {
 
@@ -41,6 +44,19 @@ int run_process(const std::vector<std::string>& argv) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& assignments) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const bool replaced = std::any_of(
+        assignments.begin(), assignments.end(),
+        [&](const std::string& a) { return entry.rfind(a.substr(0, a.find('=') + 1), 0) == 0; });
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), assignments.begin(), assignments.end());
+  return env;
 }
 
 double load_average() {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "txl/platform/cpu.h"
+#include "txl/platform/process.h"
 #include "txl/platform/runtime.h"
 #include "txl/study/study_cell.h"
 #include "txl/study/study_config.h"
@@ -25,8 +26,6 @@
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
-
-extern char** environ;
 
 namespace txl {
 
@@ -181,12 +180,8 @@ pid_t spawn_cell(const std::string& exe, const std::vector<std::string>& args,
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string(*e).rfind(std::string(kStudyParentEnv) + "=", 0) != 0)
-      env_strings.push_back(*e);
-  }
-  env_strings.push_back(std::string(kStudyParentEnv) + "=" + std::to_string(::getpid()));
+  std::vector<std::string> env_strings =
+      environment_with({std::string(kStudyParentEnv) + "=" + std::to_string(::getpid())});
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);

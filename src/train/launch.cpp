@@ -15,8 +15,6 @@
 
 #include "txl/platform/process.h"
 
-extern char** environ;
-
 namespace txl {
 
 namespace {
@@ -25,20 +23,9 @@ using Clock = std::chrono::steady_clock;
 
 // This process's environment with the rank's variables set (replacing inherited ones).
 std::vector<std::string> rank_environment(int rank, int nproc, int port) {
-  const std::vector<std::string> ours = {
-      "RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(nproc),
-      "LOCAL_RANK=" + std::to_string(rank), "MASTER_ADDR=127.0.0.1",
-      "MASTER_PORT=" + std::to_string(port)};
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    bool replaced = false;
-    for (const auto& o : ours)
-      replaced = replaced || entry.rfind(o.substr(0, o.find('=') + 1), 0) == 0;
-    if (!replaced) env.push_back(entry);
-  }
-  env.insert(env.end(), ours.begin(), ours.end());
-  return env;
+  return environment_with({"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(nproc),
+                           "LOCAL_RANK=" + std::to_string(rank), "MASTER_ADDR=127.0.0.1",
+                           "MASTER_PORT=" + std::to_string(port)});
 }
 
 pid_t spawn_rank(const std::string& exe, const std::vector<std::string>& args,

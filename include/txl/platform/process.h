@@ -14,6 +14,10 @@ std::string self_executable();
 // (128 + signal when it was killed). Throws std::runtime_error when it cannot start.
 int run_process(const std::vector<std::string>& argv);
 
+// This process's environment ("NAME=value" entries) with `assignments` set: each replaces
+// an inherited entry of the same name. For the environment of a child process.
+std::vector<std::string> environment_with(const std::vector<std::string>& assignments);
+
 // The 1-minute load average (/proc/loadavg), to print next to timings on a shared machine.
 double load_average();
 
