@@ -73,10 +73,11 @@ void cache_warning(const std::string& what) {
   fmt::print(stderr, "warning: token cache: {}\n", what);
 }
 
-// The vocabulary of a training split: from the token cache, or built (and cached).
-Vocab vocab_for(const std::string& train_text, const DataConfig& config, const std::string& path) {
+// The vocabulary of a training split (`hash`: the XXH64 of its text): from the token cache,
+// or built (and cached).
+Vocab vocab_for(const std::string& train_text, uint64_t hash, const DataConfig& config,
+                const std::string& path) {
   const std::string cache = token_cache_dir();
-  const uint64_t hash = xxh64(train_text.data(), train_text.size());
   if (!cache.empty()) {
     std::string problem;
     if (auto vocab = read_cached_vocab(cache, hash, config, &problem)) return std::move(*vocab);
@@ -100,11 +101,12 @@ Vocab vocab_for(const std::string& train_text, const DataConfig& config, const s
   return vocab;
 }
 
-// A split's ids: from the token cache, or tokenized (and cached).
-std::vector<int32_t> tokenize_split(const std::string& text, const Vocab& vocab,
+// A split's ids (`hash`: the XXH64 of its text): from the token cache, or tokenized (and
+// cached).
+std::vector<int32_t> tokenize_split(const std::string& text, uint64_t hash, const Vocab& vocab,
                                     const std::string& path, EncodeStats* stats) {
   const std::string cache = token_cache_dir();
-  const SplitKey key{xxh64(text.data(), text.size()), vocab.checksum()};
+  const SplitKey key{hash, vocab.checksum()};
   std::optional<TokenizedSplit> split;
   if (!cache.empty()) {
     std::string problem;
@@ -174,8 +176,9 @@ Corpus load_corpus(const DataConfig& config) {
   Corpus corpus;
   const std::string train_path = split_path(config.dir, "train");
   const std::string train_text = read_split(config.dir, "train");
-  corpus.vocab = vocab_for(train_text, config, train_path);
-  corpus.train = tokenize_split(train_text, corpus.vocab, train_path, nullptr);
+  const uint64_t train_hash = xxh64(train_text.data(), train_text.size());  // keys both
+  corpus.vocab = vocab_for(train_text, train_hash, config, train_path);
+  corpus.train = tokenize_split(train_text, train_hash, corpus.vocab, train_path, nullptr);
   check_token_count(static_cast<int64_t>(corpus.train.size()), train_path, config.tokenizer);
   corpus.valid = load_split(config.dir, "valid", corpus.vocab);
   corpus.test = load_split(config.dir, "test", corpus.vocab);
@@ -186,7 +189,9 @@ std::vector<int32_t> load_split(const std::string& dir, const std::string& split
                                 const Vocab& vocab, EncodeStats* stats) {
   check_dir(dir);
   const std::string path = split_path(dir, split);
-  std::vector<int32_t> ids = tokenize_split(read_split(dir, split), vocab, path, stats);
+  const std::string text = read_split(dir, split);
+  std::vector<int32_t> ids =
+      tokenize_split(text, xxh64(text.data(), text.size()), vocab, path, stats);
   check_token_count(static_cast<int64_t>(ids.size()), path, vocab.kind());
   return ids;
 }
