@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base_test_util.h"
 #include "txl/data/tokenizer.h"
 #include "txl/util/error.h"
 
@@ -72,9 +73,7 @@ class CorpusDir : public ::testing::Test {
   std::string dir_;
 };
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::contains;
 
 TEST_F(CorpusDir, LoadsWordCorpusWithVocabFromTrainOnly) {
   write_all("the cat sat\nthe cat ran\n", "the dog sat\n", "a cat\n");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base_test_util.h"
 #include "txl/data/subword_model.h"
 #include "txl/data/tokenizer.h"
 #include "txl/data/vocab.h"
@@ -58,19 +59,8 @@ DataConfig subword_config(TokenizerKind kind, int64_t vocab_size = 320) {
 
 std::vector<int64_t> widen(const std::vector<int32_t>& ids) { return {ids.begin(), ids.end()}; }
 
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::contains;
+using testing::input_error;
 
 class Subword : public ::testing::TestWithParam<TokenizerKind> {};
 
@@ -171,16 +161,8 @@ TEST(Subword, SplitNeedsAModelButTheCorpusCheckCountsAtLeastTheWords) {
 
 class SubwordFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("txl_subword_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  std::string path(const std::string& name) const { return folder_.file(name); }
+  testing::TestDir folder_{"subword"};
 };
 
 TEST_F(SubwordFile, SavedWithItsModelAndLoadedBackEqual) {

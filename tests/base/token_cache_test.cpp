@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base_test_util.h"
 #include "txl/data/corpus.h"
 #include "txl/data/subword_model.h"
 #include "txl/data/tokenize_text.h"
@@ -27,11 +28,6 @@ namespace fs = std::filesystem;
 class TokenCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("txl_token_cache_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     const char* old = std::getenv("TXL_CACHE_DIR");
     saved_ = old ? std::optional<std::string>(old) : std::nullopt;
     ::setenv("TXL_CACHE_DIR", cache().c_str(), 1);
@@ -42,7 +38,6 @@ class TokenCacheTest : public ::testing::Test {
     } else {
       ::unsetenv("TXL_CACHE_DIR");
     }
-    fs::remove_all(dir_);
   }
   std::string cache() const { return (dir_ / "cache").string(); }
   std::string corpus(const std::string& train, const std::string& valid = "the cat sat\n") {
@@ -53,7 +48,8 @@ class TokenCacheTest : public ::testing::Test {
     std::ofstream(c / "test.txt") << valid;
     return c.string();
   }
-  fs::path dir_;
+  testing::TestDir folder_{"token_cache"};
+  const fs::path& dir_ = folder_.path();
   std::optional<std::string> saved_;
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base_test_util.h"
 #include "txl/data/vocab.h"
 #include "txl/util/error.h"
 #include "txl/util/utf8.h"
@@ -38,20 +39,8 @@ DataConfig word_config(int64_t min_freq = 1, int64_t max_vocab = 0) {
 
 std::vector<int64_t> widen(const std::vector<int32_t>& ids) { return {ids.begin(), ids.end()}; }
 
-// The InputError message, or "" when nothing was thrown.
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::contains;
+using testing::input_error;
 
 // ---- char tokenizer ----------------------------------------------------------------------
 
@@ -208,22 +197,14 @@ TEST(Decode, RejectsIdsOutsideTheVocabulary) {
 
 class VocabFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("txl_vocab_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& content) {
-    const std::string path = (dir_ / name).string();
+    const std::string path = folder_.file(name);
     std::ofstream(path, std::ios::binary) << content;
     return path;
   }
 
-  std::filesystem::path dir_;
+  testing::TestDir folder_{"vocab"};
+  const std::filesystem::path& dir_ = folder_.path();
 };
 
 TEST(Vocab, LookupAndUnknownTokens) {
