@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "txl/study/group_table.h"
+
 namespace txl {
 
 namespace {
@@ -57,21 +59,16 @@ std::string tokens_summary(const StudyStats& stats) {
 
 std::string bits_per_byte_table(const StudySpec& spec, const StudyStats& stats, size_t p) {
   const auto& lengths = spec.eval.lengths;
-  std::string md = fmt::format("## Bits per byte: {}\n\n| L |", spec.protocols[p].label);
-  for (const auto& g : stats.groups) md += fmt::format(" {} ({}) |", g.name, g.tokenizer);
-  md += "\n|---|";
-  for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
-  md += "\n";
-  for (size_t li = 0; li < lengths.size(); ++li) {
-    md += fmt::format("| {} |", lengths[li]);
-    for (const auto& g : stats.groups) {
-      const auto& row = g.rows[p][li];
-      const bool known = row.unavailable.empty() && g.bytes_per_token > 0;
-      md += known ? " " + format_bpb(bits_per_byte_estimate(row.ppl, g.bytes_per_token)) + " |"
-                  : " n/a |";
-    }
-    md += "\n";
-  }
+  std::string md = fmt::format("## Bits per byte: {}\n\n", spec.protocols[p].label);
+  md += group_table(
+      lengths, all_groups(stats),
+      [](const GroupStats& g) { return fmt::format("{} ({})", g.name, g.tokenizer); },
+      [&](const GroupStats& g, size_t li) {
+        const auto& row = g.rows[p][li];
+        const bool known = row.unavailable.empty() && g.bytes_per_token > 0;
+        return known ? format_bpb(bits_per_byte_estimate(row.ppl, g.bytes_per_token))
+                     : std::string("n/a");
+      });
   return md +
          "\nlog2(perplexity) / the split's UTF-8 bytes per token of each group's tokenizer, "
          "with the perplexity's interval mapped the same way: comparable across tokenizers "

@@ -12,6 +12,7 @@
 #include "txl/eval/plot.h"
 #include "txl/eval/report.h"
 #include "txl/run/run_dir.h"
+#include "txl/study/group_table.h"
 #include "txl/study/study_bits.h"
 #include "txl/study/study_plots.h"
 #include "txl/util/fs.h"
@@ -123,33 +124,31 @@ std::string perplexity_section(const ReportContext& c, size_t p) {
   const auto& label = spec.protocols[p].label;
   std::string md;
   md += fmt::format("## Perplexity: {}\n\n", label);
-  md += "| L |";
-  for (const auto& g : stats.groups)
-    md += fmt::format(" {}{} |", g.name, g.encoding == stats.baseline ? " (baseline)" : "");
-  md += "\n|---|";
-  for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
-  md += "\n";
   std::vector<std::string> reasons;
-  for (size_t li = 0; li < lengths.size(); ++li) {
-    const bool trained =
-        std::any_of(stats.groups.begin(), stats.groups.end(),
-                    [&](const GroupStats& g) { return g.train_length == lengths[li]; });
-    md += trained ? fmt::format("| **{}** |", lengths[li]) : fmt::format("| {} |", lengths[li]);
-    for (const auto& g : stats.groups) {
-      const auto& row = g.rows[p][li];
-      if (!row.unavailable.empty()) {
-        md += " n/a |";
-        const std::string why = g.name + ": " + row.unavailable;
-        if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
-        continue;
-      }
-      std::string cell = format_estimate(row.ppl);
-      if (row.ppl.basis == "windows") cell += " (w)";
-      if (row.significant) cell += row.nll_diff.value > 0 ? " ▲" : " ▼";
-      md += " " + cell + " |";
-    }
-    md += "\n";
-  }
+  md += group_table(
+      lengths, all_groups(stats),
+      [&](const GroupStats& g) {
+        return g.name + (g.encoding == stats.baseline ? " (baseline)" : "");
+      },
+      [&](const GroupStats& g, size_t li) -> std::string {
+        const auto& row = g.rows[p][li];
+        if (!row.unavailable.empty()) {
+          const std::string why = g.name + ": " + row.unavailable;
+          if (std::find(reasons.begin(), reasons.end(), why) == reasons.end())
+            reasons.push_back(why);
+          return "n/a";
+        }
+        std::string cell = format_estimate(row.ppl);
+        if (row.ppl.basis == "windows") cell += " (w)";
+        if (row.significant) cell += row.nll_diff.value > 0 ? " ▲" : " ▼";
+        return cell;
+      },
+      [&](size_t li) {
+        const bool trained =
+            std::any_of(stats.groups.begin(), stats.groups.end(),
+                        [&](const GroupStats& g) { return g.train_length == lengths[li]; });
+        return trained ? fmt::format("**{}**", lengths[li]) : std::to_string(lengths[li]);
+      });
   md += "\n" + std::string(kPerplexityLegend);
   if (!reasons.empty()) md += "n/a: " + join(reasons, "; ") + ".\n\n";
   md += c.image("perplexity against length, " + label, ppl_plot(spec.protocols[p]));
@@ -165,24 +164,17 @@ std::string baseline_ratio_section(const ReportContext& c, size_t p) {
   md += fmt::format("### {}: perplexity ratio to the baseline ({})\n\n", label, stats.baseline);
   md +=
       "exp(mean over seeds of the paired NLL difference) with its 95% interval; < 1: better than "
-      "the baseline.\n\n| L |";
+      "the baseline.\n\n";
+  std::vector<const GroupStats*> compared;
   for (const auto& g : stats.groups)
-    if (g.encoding != stats.baseline) md += fmt::format(" {} |", g.name);
-  md += "\n|---|";
-  for (const auto& g : stats.groups)
-    if (g.encoding != stats.baseline) md += "---|";
-  md += "\n";
-  for (size_t li = 0; li < lengths.size(); ++li) {
-    md += fmt::format("| {} |", lengths[li]);
-    for (const auto& g : stats.groups) {
-      if (g.encoding == stats.baseline) continue;
-      const auto& row = g.rows[p][li];
-      md += row.has_vs_baseline
-                ? " " + ratio_cell(row.ppl_ratio) + (row.significant ? " *" : "") + " |"
-                : " n/a |";
-    }
-    md += "\n";
-  }
+    if (g.encoding != stats.baseline) compared.push_back(&g);
+  md += group_table(
+      lengths, compared, [](const GroupStats& g) { return g.name; },
+      [&](const GroupStats& g, size_t li) -> std::string {
+        const auto& row = g.rows[p][li];
+        if (!row.has_vs_baseline) return "n/a";
+        return ratio_cell(row.ppl_ratio) + (row.significant ? " *" : "");
+      });
   md +=
       "\n`*`: significant at the seed level. `(w)`: one common seed, window bootstrap (never "
       "called significant). Each group is compared with the baseline encoding at the same "
@@ -198,19 +190,12 @@ std::string extrapolation_section(const ReportContext& c, size_t p) {
   std::string md;
   md += fmt::format(
       "### {}: extrapolation, perplexity at L over perplexity at the training length\n\n", label);
-  md += "| L |";
-  for (const auto& g : stats.groups) md += fmt::format(" {} |", g.name);
-  md += "\n|---|";
-  for (size_t i = 0; i < stats.groups.size(); ++i) md += "---|";
-  md += "\n";
-  for (size_t li = 0; li < lengths.size(); ++li) {
-    md += fmt::format("| {} |", lengths[li]);
-    for (const auto& g : stats.groups) {
-      const auto& row = g.rows[p][li];
-      md += row.has_vs_train ? " " + format_estimate(row.train_ratio, 3) + " |" : " n/a |";
-    }
-    md += "\n";
-  }
+  md += group_table(
+      lengths, all_groups(stats), [](const GroupStats& g) { return g.name; },
+      [&](const GroupStats& g, size_t li) {
+        const auto& row = g.rows[p][li];
+        return row.has_vs_train ? format_estimate(row.train_ratio, 3) : std::string("n/a");
+      });
   md += "\n";
   md += fmt::format("### {}: loss by position at L = {}\n\n", label, lengths.back());
   md += c.image("loss by position, " + label, position_plot(spec.protocols[p]));
