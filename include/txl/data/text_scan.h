@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "txl/util/error.h"
 #include "txl/util/utf8.h"
 
 namespace txl {
@@ -65,6 +66,25 @@ void for_each_word(std::string_view text, std::string_view eos, F&& f) {
     }
     f(eos);
   });
+}
+
+// Words plus one <eos> per line (what for_each_word visits); invalid UTF-8 throws.
+inline int64_t count_words_and_line_ends(std::string_view text, const std::string& source) {
+  check_utf8(text, source);
+  int64_t n = 0;
+  for_each_word(text, "", [&](std::string_view) { ++n; });
+  return n;
+}
+
+// What every vocabulary requires of a token: "is empty", "is not valid UTF-8", or "".
+inline std::string utf8_token_problem(const std::string& token, const std::string& source) {
+  if (token.empty()) return "is empty";
+  try {
+    check_utf8(token, source);
+  } catch (const InputError&) {
+    return "is not valid UTF-8";
+  }
+  return "";
 }
 
 struct TokenCount {

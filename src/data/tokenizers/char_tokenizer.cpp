@@ -88,17 +88,12 @@ int64_t char_count(std::string_view text, const std::string& source) {
 }
 
 std::string char_token_problem(const std::string& token, const std::string& source) {
-  if (token.empty()) return "is empty";
   if (token == kUnkToken) return "";
-  try {
-    size_t pos = 0;
-    check_utf8(token, source);
-    next_code_point(token, &pos, source);
-    if (pos != token.size()) return "is not a single code point (char vocabulary)";
-  } catch (const InputError&) {
-    return "is not valid UTF-8";
-  }
-  return "";
+  const std::string problem = utf8_token_problem(token, source);
+  if (!problem.empty()) return problem;
+  size_t pos = 0;
+  next_code_point(token, &pos, source);
+  return pos == token.size() ? "" : "is not a single code point (char vocabulary)";
 }
 
 }  // namespace

@@ -60,44 +60,29 @@ std::string subword_decode(const std::vector<int64_t>& ids, const Vocab& vocab) 
   return out + model.decode(line);
 }
 
-// Without a model there are no pieces to split into: only the count has a meaning (a
-// lower bound), for the corpus check before training.
+// Without a model there are no pieces to split into: only the count has a meaning, for the
+// corpus check before training, and words plus line ends are a lower bound (every word is at
+// least one piece, every line ends in <eos>).
 std::vector<std::string> subword_split(std::string_view /*text*/, const std::string& source) {
   throw std::invalid_argument(source + ": subword tokens depend on the trained model; encode " +
                               "with a vocabulary instead");
 }
 
-// Every word is at least one piece and every line ends in <eos>.
-int64_t subword_count(std::string_view text, const std::string& source) {
-  check_utf8(text, source);
-  int64_t n = 0;
-  for_each_word(text, kEosToken, [&](std::string_view) { ++n; });
-  return n;
-}
-
-std::string subword_token_problem(const std::string& token, const std::string& source) {
-  if (token.empty()) return "is empty";
-  try {
-    check_utf8(token, source);
-  } catch (const InputError&) {
-    return "is not valid UTF-8";
-  }
-  return "";
-}
-
 }  // namespace
 
 const TokenizerDef& bpe_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kBpe, true,           true,
-                                subword_build,       subword_encode, subword_decode,
-                                subword_split,       subword_count,  subword_token_problem};
+  static const TokenizerDef def{
+      TokenizerKind::kBpe, true,           true,          subword_build,
+      subword_encode,      subword_decode, subword_split, count_words_and_line_ends,
+      utf8_token_problem};
   return def;
 }
 
 const TokenizerDef& unigram_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kUnigram, true,           true,
-                                subword_build,           subword_encode, subword_decode,
-                                subword_split,           subword_count,  subword_token_problem};
+  static const TokenizerDef def{
+      TokenizerKind::kUnigram, true,           true,          subword_build,
+      subword_encode,          subword_decode, subword_split, count_words_and_line_ends,
+      utf8_token_problem};
   return def;
 }
 

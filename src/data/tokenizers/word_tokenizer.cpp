@@ -87,21 +87,10 @@ std::vector<std::string> word_split(std::string_view text, const std::string& so
   return tokens;
 }
 
-int64_t word_count(std::string_view text, const std::string& source) {
-  check_utf8(text, source);
-  int64_t n = 0;
-  for_each_word(text, kEosToken, [&](std::string_view) { ++n; });
-  return n;
-}
-
 std::string word_token_problem(const std::string& token, const std::string& source) {
-  if (token.empty()) return "is empty";
   if (token == kUnkToken || token == kEosToken) return "";
-  try {
-    check_utf8(token, source);
-  } catch (const InputError&) {
-    return "is not valid UTF-8";
-  }
+  const std::string problem = utf8_token_problem(token, source);
+  if (!problem.empty()) return problem;
   for (char c : token) {
     if (is_ascii_space(c)) return "contains whitespace (word vocabulary)";
   }
@@ -111,9 +100,10 @@ std::string word_token_problem(const std::string& token, const std::string& sour
 }  // namespace
 
 const TokenizerDef& word_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kWord, true,        false,
-                                word_build,           word_encode, word_decode,
-                                word_split,           word_count,  word_token_problem};
+  static const TokenizerDef def{
+      TokenizerKind::kWord, true,        false,      word_build,
+      word_encode,          word_decode, word_split, count_words_and_line_ends,
+      word_token_problem};
   return def;
 }
 
