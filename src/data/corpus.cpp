@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <memory>
 
 #include "txl/data/subword_model.h"
+#include "txl/data/text_scan.h"
 #include "txl/data/token_cache.h"
 #include "txl/data/tokenize_text.h"
 #include "txl/data/tokenizer.h"
@@ -30,13 +32,6 @@ bool path_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-bool only_ascii_space(const std::string& text) {
-  for (char c : text) {
-    if (!(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f')) return false;
-  }
-  return true;
-}
-
 void check_dir(const std::string& dir) {
   if (dir.empty()) throw InputError("data.dir is not set: it must name a corpus folder");
   if (!path_exists(dir)) {
@@ -54,7 +49,7 @@ std::string read_split(const std::string& dir, const std::string& split) {
   }
   std::string text = read_text_file(path);
   if (text.empty()) throw InputError(path + ": the " + split + " split is empty");
-  if (only_ascii_space(text)) {
+  if (std::all_of(text.begin(), text.end(), is_ascii_space)) {
     throw InputError(path + ": the " + split + " split holds only whitespace");
   }
   return text;
