@@ -2,6 +2,7 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -144,33 +145,82 @@ torch::Tensor keep_mask(const torch::Tensor& x, double p, bool relu) {
   return mask;
 }
 
+// Rows per block of the loss: a block's float32 scratch (32 x a 10k-token vocabulary = 1.3 MB)
+// stays in the core's cache between the passes over it, where whole [N, V] float32
+// temporaries (82 MB at 2048 x 10k) went through memory.
+constexpr int64_t kNllRowBlock = 32;
+
+// Calls f(first, n, scratch) for the blocks of kNllRowBlock rows (the last may be shorter),
+// the blocks split over the threads; scratch is a float32 [>= n, V] tensor of the calling
+// thread. Inside, operators run single-threaded and without autograd.
+void for_row_blocks(int64_t rows, int64_t vocab,
+                    const std::function<void(int64_t, int64_t, torch::Tensor&)>& f) {
+  const int64_t blocks = (rows + kNllRowBlock - 1) / kNllRowBlock;
+  parallel_chunks(blocks, 1, [&](int64_t begin, int64_t end) {
+    torch::NoGradGuard no_grad;
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    auto scratch = torch::empty({std::min(kNllRowBlock, rows), vocab}, torch::kFloat32);
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t first = b * kNllRowBlock;
+      f(first, std::min(kNllRowBlock, rows - first), scratch);
+    }
+  });
+}
+
+// nll[i] = logsumexp(logits[i]) - logits[i, t_i] and lse[i] = logsumexp(logits[i]), both
+// float32 [N] (lse only when defined).
+void nll_and_lse(const torch::Tensor& logits_in, const torch::Tensor& targets, torch::Tensor nll,
+                 torch::Tensor lse) {
+  const auto logits = logits_in.detach();
+  for_row_blocks(logits.size(0), logits.size(1), [&](int64_t first, int64_t n, torch::Tensor& s) {
+    auto logp = s.narrow(0, 0, n);
+    const auto block = logits.narrow(0, first, n);
+    torch::log_softmax_out(logp, block, 1, torch::kFloat32);  // [n, V]
+    const auto t = targets.narrow(0, first, n).unsqueeze(1);  // [n, 1]
+    auto block_nll = nll.narrow(0, first, n);                 // [n]
+    torch::neg_out(block_nll, logp.gather(1, t).squeeze(1));
+    if (lse.defined()) {
+      // log p_t = z_t - lse, so lse = z_t + nll.
+      auto block_lse = lse.narrow(0, first, n);
+      torch::add_out(block_lse, block.gather(1, t).squeeze(1).to(torch::kFloat32), block_nll);
+    }
+  });
+}
+
+// The loss keeps the logits (no copy) and one float per row; the backward recomputes the
+// softmax from them block by block: d nll_i / d z_ij = softmax_ij - [j == t_i].
 class TokenNll : public torch::autograd::Function<TokenNll> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
-    auto logp = torch::log_softmax(logits, 1, torch::kFloat32);        // [N, V]
-    auto nll = logp.gather(1, targets.unsqueeze(1)).squeeze(1).neg();  // [N]
-    ctx->save_for_backward({logp, targets});
-    ctx->saved_data["dtype"] = static_cast<int64_t>(logits.scalar_type());
+    const int64_t rows = logits.size(0);
+    auto nll = torch::empty({rows}, logits.options().dtype(torch::kFloat32));  // [N]
+    auto lse = torch::empty({rows}, logits.options().dtype(torch::kFloat32));  // [N]
+    nll_and_lse(logits, targets, nll, lse);
+    ctx->save_for_backward({logits, targets, lse});
     return nll;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto& logp = saved[0];
-    const auto& targets = saved[1];
-    const auto g = grads[0].unsqueeze(1);  // [N, 1]
-    // d nll_i / d logit_ij = softmax_ij - [j == t_i]
-    auto grad = logp.exp().mul_(g);  // [N, V]
-    grad.scatter_add_(1, targets.unsqueeze(1), -g);
-    const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
-    return {grad.to(dtype), torch::Tensor()};
+    const auto logits = saved[0].detach();                                   // [N, V]
+    const auto& targets = saved[1];                                          // [N]
+    const auto& lse = saved[2];                                              // [N]
+    const auto g = grads[0].detach().to(torch::kFloat32).unsqueeze(1);       // [N, 1]
+    auto grad = torch::empty_like(logits, torch::MemoryFormat::Contiguous);  // [N, V]
+    const bool fp32 = logits.scalar_type() == torch::kFloat32;
+    for_row_blocks(logits.size(0), logits.size(1), [&](int64_t first, int64_t n, torch::Tensor& s) {
+      auto p = fp32 ? grad.narrow(0, first, n) : s.narrow(0, 0, n);  // [n, V]
+      const auto g_b = g.narrow(0, first, n);                        // [n, 1]
+      torch::sub_out(p, logits.narrow(0, first, n), lse.narrow(0, first, n).unsqueeze(1));
+      p.exp_().mul_(g_b);
+      p.scatter_add_(1, targets.narrow(0, first, n).unsqueeze(1), -g_b);
+      if (!fp32) grad.narrow(0, first, n).copy_(p);
+    });
+    return {grad, torch::Tensor()};
   }
 };
-
-// Rows per block of the gradient-free path: 256 x 10k-token vocabulary = 10 MB of float32.
-constexpr int64_t kNllRowBlock = 256;
 
 }  // namespace
 
@@ -180,14 +230,8 @@ torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& target
               targets.sizes());
   if (torch::GradMode::is_enabled() && logits.requires_grad())
     return TokenNll::apply(logits, targets);
-  const int64_t rows = logits.size(0);
-  auto nll = torch::empty({rows}, logits.options().dtype(torch::kFloat32));  // [N]
-  for (int64_t start = 0; start < rows; start += kNllRowBlock) {
-    const int64_t n = std::min(kNllRowBlock, rows - start);
-    auto logp = torch::log_softmax(logits.narrow(0, start, n), 1, torch::kFloat32);  // [n, V]
-    nll.narrow(0, start, n)
-        .copy_(logp.gather(1, targets.narrow(0, start, n).unsqueeze(1)).squeeze(1).neg());
-  }
+  auto nll = torch::empty({logits.size(0)}, logits.options().dtype(torch::kFloat32));  // [N]
+  nll_and_lse(logits, targets, nll, torch::Tensor());
   return nll;
 }
 

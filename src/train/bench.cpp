@@ -12,6 +12,7 @@
 #include "txl/platform/process.h"
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
+#include "txl/train/step_checks.h"
 
 namespace txl {
 
@@ -165,7 +166,7 @@ void time_training(TransformerLM& model, const Config& config, const BenchOption
       memory = std::move(out.memory);
     }
     const auto t1 = Clock::now();
-    optimizer.zero_grad();
+    clear_gradients(model->parameters());
     loss.backward();
     const auto t2 = Clock::now();
     if (tc.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), tc.clip);

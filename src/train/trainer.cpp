@@ -219,7 +219,7 @@ StepOutcome forward_backward(TrainRun& run) {
     run.memory = std::move(result.memory);
   }
   if (contains(run.inject_nan, out.step)) loss = loss * std::numeric_limits<float>::quiet_NaN();
-  run.optimizer.zero_grad();
+  clear_gradients(run.model->parameters());
   loss.backward();
   // Equal shards: the mean of the ranks' mean gradients is the whole batch's.
   if (run.dist != nullptr) run.dist->average_gradients(run.model->parameters());

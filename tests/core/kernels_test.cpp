@@ -125,6 +125,49 @@ TEST(TokenNll, EqualsCrossEntropyWithGradients) {
       1e-5);
 }
 
+// The loss against the formula written out (log_softmax, then the target's entry), values
+// and gradient, over rows that span several blocks and end in a partial one, for float32
+// logits, bfloat16 logits (as autocast makes them: float32 loss, gradient in bfloat16) and
+// logits that are a non-contiguous view.
+TEST(TokenNll, MatchesTheFormulaOverSeveralRowBlocksInEachDtype) {
+  torch::manual_seed(6);
+  const int64_t rows = 75, vocab = 13;
+  auto base = 4 * torch::randn({rows, vocab});
+  auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  auto weights = torch::rand({rows});
+  auto oracle = [&](const torch::Tensor& z) {  // z [N, V] float32 leaf
+    auto logp = torch::log_softmax(z, 1);
+    return -logp.gather(1, targets.unsqueeze(1)).squeeze(1);
+  };
+  auto z_ref = base.clone().requires_grad_(true);
+  auto ref = oracle(z_ref);
+  auto g_ref = torch::autograd::grad({(ref * weights).sum()}, {z_ref})[0];
+
+  auto fp32 = base.clone().requires_grad_(true);
+  auto nll = token_nll(fp32, targets);
+  EXPECT_EQ(nll.scalar_type(), torch::kFloat32);
+  EXPECT_LT(max_abs_diff(nll, ref), 1e-5);
+  EXPECT_LT(max_abs_diff(torch::autograd::grad({(nll * weights).sum()}, {fp32})[0], g_ref), 1e-6);
+
+  auto transposed = base.t().contiguous().requires_grad_(true);  // [V, N]
+  auto strided = token_nll(transposed.t(), targets);
+  EXPECT_LT(max_abs_diff(strided, ref), 1e-5);
+  auto g_strided = torch::autograd::grad({(strided * weights).sum()}, {transposed})[0];
+  EXPECT_LT(max_abs_diff(g_strided.t(), g_ref), 1e-6);
+
+  // bfloat16: the loss of the rounded logits, in float32; the gradient rounded to bfloat16.
+  auto bf16 = base.to(torch::kBFloat16).requires_grad_(true);
+  auto z_rounded = bf16.detach().to(torch::kFloat32).requires_grad_(true);
+  auto ref_rounded = oracle(z_rounded);
+  auto g_rounded = torch::autograd::grad({(ref_rounded * weights).sum()}, {z_rounded})[0];
+  auto nll_bf16 = token_nll(bf16, targets);
+  EXPECT_EQ(nll_bf16.scalar_type(), torch::kFloat32);
+  EXPECT_LT(max_abs_diff(nll_bf16, ref_rounded), 1e-5);
+  auto g_bf16 = torch::autograd::grad({(nll_bf16 * weights).sum()}, {bf16})[0];
+  EXPECT_EQ(g_bf16.scalar_type(), torch::kBFloat16);
+  EXPECT_LT(max_abs_diff(g_bf16.to(torch::kFloat32), g_rounded), 4e-3);
+}
+
 TEST(RelShiftPadded, EqualsRelShiftOnValidEntriesForStridedBatches) {
   torch::manual_seed(6);
   const int64_t q = 5, m = 3, k = q + m;

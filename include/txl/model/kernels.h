@@ -30,11 +30,12 @@ torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training);
 
 // Per-token negative log-likelihood in float32, with autograd:
 // nll[i] = logsumexp(logits[i, :]) - logits[i, targets[i]].      logits [N, V], targets [N] -> [N]
-// The same numbers as cross_entropy(logits.float(), targets, reduction none). Its backward
-// writes softmax * g - onehot * g from the saved log-probabilities in two passes, where
-// nll_loss + log_softmax fill a [N, V] zero gradient, scatter into it and read it twice.
-// Without gradients it works through the rows in blocks, so no [N, V] log-probability
-// tensor is held (the logits themselves are the caller's).
+// The same numbers as cross_entropy(logits.float(), targets, reduction none). It works through
+// the rows in small blocks, so no [N, V] float32 tensor is ever made: the forward keeps the
+// logits themselves and one log-sum-exp per row, and its backward recomputes softmax * g -
+// onehot * g from them block by block into the gradient (logits' dtype), where log_softmax +
+// nll_loss write and keep [N, V] float32 log-probabilities, fill a [N, V] zero gradient and
+// read both again.
 torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets);
 
 }  // namespace txl

@@ -13,6 +13,12 @@ namespace txl {
 // check must see NaN gradients behind a finite loss too.
 double total_grad_norm(const std::vector<torch::Tensor>& parameters);
 
+// Drops every parameter's gradient (undefined, not zero-filled), so backward writes fresh ones:
+// no fill of each gradient and no add into it per step. What the zero_grad of newer torch
+// versions does by default; 1.13's zero_grad fills zeros. A parameter no loss reaches then
+// has no gradient and AdamW skips it, as it would in newer torch.
+void clear_gradients(const std::vector<torch::Tensor>& parameters);
+
 // Every defined tensor holds only finite values.
 bool all_finite(const std::vector<torch::Tensor>& tensors);
 
