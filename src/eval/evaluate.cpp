@@ -100,10 +100,13 @@ class Progress {
   int64_t done_tokens_ = 0, done_windows_ = 0;
 };
 
+// NLL of positions score_from..Q-1 of each row.                              -> [B, Q - score_from]
 torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
                             const torch::Tensor& targets, const Memory& memory,
-                            const EvalRequest& request, Memory* next_memory, Progress& progress) {
+                            const EvalRequest& request, Memory* next_memory, Progress& progress,
+                            int64_t score_from = 0) {
   ForwardOptions opts;
+  opts.score_from = score_from;
   opts.progress = progress.layer_hook(inputs.numel());
   opts.targets = targets;
   opts.clamp_len = request.clamp_len;
@@ -115,7 +118,7 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   auto out = model->forward(inputs, memory, opts);
   if (next_memory) *next_memory = std::move(out.memory);
   progress.pass_done(inputs.numel(), inputs.size(0));
-  return out.nll;  // [B, Q]
+  return out.nll;  // [B, Q - score_from]
 }
 
 // Windows [start, start + len) of inputs with targets shifted by one; scored from `skip`.
@@ -142,15 +145,19 @@ void score_windows(TransformerLM& model, const torch::Tensor& stream,
            windows[j].len == windows[i].len)
       ++j;
     std::vector<torch::Tensor> in, tg;
+    int64_t skip = windows[i].skip;  // positions every window of the batch leaves unscored
     for (size_t w = i; w < j; ++w) {
       in.push_back(stream.narrow(0, windows[w].start, windows[w].len));
       tg.push_back(stream.narrow(0, windows[w].start + 1, windows[w].len));
+      skip = std::min(skip, windows[w].skip);
     }
+    // Unscored positions were scored by an earlier window: they are context here, and the
+    // output layer and the last block skip them.
     auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr,
-                             progress);  // [b, L]
+                             progress, skip);  // [b, L - skip]
     for (size_t w = i; w < j; ++w) {
       const auto& win = windows[w];
-      scorer.add_window(nll[w - i].narrow(0, win.skip, win.len - win.skip), win.skip);
+      scorer.add_window(nll[w - i].narrow(0, win.skip - skip, win.len - win.skip), win.skip);
     }
     i = j;
   }

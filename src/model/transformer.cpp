@@ -56,6 +56,33 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
   if (output) output->weight.normal_(0.0, c.init_std);
 }
 
+torch::Tensor TransformerLMImpl::run_blocks(torch::Tensor h, const Memory& memory,
+                                            PositionContext& pos, const ForwardOptions& options,
+                                            std::vector<torch::Tensor>& layer_inputs) {
+  const int64_t skip = options.score_from;
+  layer_inputs.reserve(blocks->size());
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    layer_inputs.push_back(h);
+    auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];  // [B, M, C]
+    const double layer = static_cast<double>(l);
+    if (options.progress) {
+      // Attention is most of a long window's work: its blocks advance the layer's share.
+      pos.attention_progress = [&options, layer](double f) { options.progress(layer + f); };
+    }
+    if (skip > 0 && l + 1 == blocks->size()) {
+      // Only the scored queries; the context positions join the memory as keys. Every
+      // encoding scores "the last Q' queries of K keys" (position_score.h), so the numbers are
+      // those of the full layer's last rows.
+      auto context = h.narrow(1, 0, skip);                            // [B, skip, C]
+      mem = mem.defined() ? torch::cat({mem, context}, 1) : context;  // [B, M + skip, C]
+      h = h.narrow(1, skip, h.size(1) - skip);                        // [B, S, C]
+    }
+    h = blocks[l]->as<Block>()->forward(h, mem, pos);  // [B, Q, C] ([B, S, C] after the last)
+    if (options.progress) options.progress(layer + 1);
+  }
+  return h;
+}
+
 LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& memory,
                                     const ForwardOptions& options) {
   TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, Q], got ", tokens.sizes());
@@ -64,6 +91,8 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   TORCH_CHECK(memory.empty() || static_cast<int64_t>(memory.layers.size()) == config_.n_layer,
               "memory has ", memory.layers.size(), " layers, model has ", config_.n_layer);
   const int64_t mem_len = memory.length();
+  TORCH_CHECK(options.score_from >= 0 && options.score_from < tokens.size(1), "score_from ",
+              options.score_from, " must lie in [0, ", tokens.size(1), ")");
 
   auto h = embedding(tokens) * std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
   PositionContext pos;
@@ -83,40 +112,31 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   h = apply_dropout(h, config_.dropout, is_training());
 
   std::vector<torch::Tensor> layer_inputs;
-  layer_inputs.reserve(blocks->size());
-  for (size_t l = 0; l < blocks->size(); ++l) {
-    layer_inputs.push_back(h);
-    auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];  // [B, M, C]
-    const double layer = static_cast<double>(l);
-    if (options.progress) {
-      // Attention is most of a long window's work: its blocks advance the layer's share.
-      pos.attention_progress = [&options, layer](double f) { options.progress(layer + f); };
-    }
-    h = blocks[l]->as<Block>()->forward(h, mem, pos);  // [B, Q, C]
-    if (options.progress) options.progress(layer + 1);
-  }
+  h = run_blocks(h, memory, pos, options, layer_inputs);  // [B, S, C]
   if (final_norm) h = final_norm(h);
   h = apply_dropout(h, config_.dropout, is_training());
 
   LMOutput result;
   result.memory = update_memory(memory, layer_inputs, options.keep_memory);
   auto weight = output ? output->weight : embedding->weight;  // [V, C]
+  torch::Tensor targets;                                      // [B, S]
   if (options.targets.defined()) {
     TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
                 " must match tokens ", tokens.sizes());
+    targets = options.targets.narrow(1, options.score_from, h.size(1));
   }
-  const int64_t rows = tokens.numel();
+  const int64_t rows = h.size(0) * h.size(1);
   const int64_t block = output_row_block(rows, vocab_size_, options);
   if (block < rows) {
-    result.nll = blocked_output_nll(h.reshape({rows, -1}), weight, output_bias,
-                                    options.targets.reshape({-1}), block)
-                     .view(tokens.sizes());  // [B, Q]
+    result.nll =
+        blocked_output_nll(h.reshape({rows, -1}), weight, output_bias, targets.reshape({-1}), block)
+            .view(targets.sizes());  // [B, S]
     return result;
   }
-  auto logits = torch::linear(h, weight, output_bias);  // [B, Q, V]
-  if (options.targets.defined()) {
-    result.nll = token_nll(logits.reshape({-1, vocab_size_}), options.targets.reshape({-1}))
-                     .view(tokens.sizes());  // [B, Q]
+  auto logits = torch::linear(h, weight, output_bias);  // [B, S, V]
+  if (targets.defined()) {
+    result.nll = token_nll(logits.reshape({-1, vocab_size_}), targets.reshape({-1}))
+                     .view(targets.sizes());  // [B, S]
   }
   if (options.want_logits || !options.targets.defined()) result.logits = logits;
   return result;

@@ -1,7 +1,8 @@
 // Properties the whole model must have, for every encoding:
 //  - causal: changing token t changes no output before t (with and without memory);
 //  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B;
-//  - query blocks: evaluation in blocks of queries equals attention over all queries at once.
+//  - query blocks: evaluation in blocks of queries equals attention over all queries at once;
+//  - score_from: scoring only the last positions equals the tail of a full pass.
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -205,6 +206,61 @@ TEST_P(QueryBlocks, OutputBlocksGiveTheSameNll) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, QueryBlocks, ::testing::ValuesIn(testing::all_encodings()),
+                         testing::EncodingName());
+
+// Scoring only the tail (score_from: the last layer and the output skip the context
+// positions) gives the full pass's last rows, for every encoding, with and without memory,
+// with and without query blocks, pre- and post-norm.
+class ScoreFrom : public ::testing::TestWithParam<PosEncoding> {};
+
+TEST_P(ScoreFrom, EqualsTheTailOfAFullPass) {
+  for (const bool pre_norm : {false, true}) {
+    torch::manual_seed(3);
+    auto config = tiny_model(GetParam());
+    config.pre_norm = pre_norm;
+    TransformerLM model(config, kVocab);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    Memory mem;
+    if (encoding_traits(GetParam()).takes_memory) {
+      ForwardOptions keep;
+      keep.keep_memory = 4;
+      mem = model->forward(torch::randint(kVocab, {2, 4}, torch::kLong), {}, keep).memory;
+    }
+    const int64_t len = 13;
+    auto tokens = torch::randint(kVocab, {2, len}, torch::kLong);
+    ForwardOptions whole;
+    whole.targets = torch::randint(kVocab, {2, len}, torch::kLong);
+    whole.want_logits = true;
+    whole.aid_length = len;
+    whole.train_len = 8;
+    whole.keep_memory = 4;
+    if (GetParam() == PosEncoding::kRope) whole.aid = ExtrapolationAid::kDynamicYarn;
+    const auto expected = model->forward(tokens, mem, whole);
+    for (const int64_t from : {1, 6, 12}) {
+      for (const int64_t block : {0, 5}) {
+        ForwardOptions tail = whole;
+        tail.score_from = from;
+        tail.query_block = block;
+        const auto got = model->forward(tokens, mem, tail);
+        ASSERT_EQ(got.nll.sizes(), (std::vector<int64_t>{2, len - from}));
+        const auto where = ::testing::Message() << "pre_norm " << pre_norm << " score_from " << from
+                                                << " block " << block;
+        EXPECT_LT(max_abs_diff(got.nll, expected.nll.narrow(1, from, len - from)), 1e-5) << where;
+        EXPECT_LT(max_abs_diff(got.logits, expected.logits.narrow(1, from, len - from)), 1e-5)
+            << where;
+        // The memory is the layers' inputs, which the tail pass computes in full.
+        for (size_t l = 0; l < got.memory.layers.size(); ++l)
+          EXPECT_LT(max_abs_diff(got.memory.layers[l], expected.memory.layers[l]), 1e-6) << where;
+      }
+    }
+    ForwardOptions bad = whole;
+    bad.score_from = len;
+    EXPECT_THROW(model->forward(tokens, mem, bad), c10::Error);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, ScoreFrom, ::testing::ValuesIn(testing::all_encodings()),
                          testing::EncodingName());
 
 TEST(QueryBlocks, OutputBlocksOnlyWithoutGradientsOrLogits) {

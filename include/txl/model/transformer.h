@@ -23,6 +23,12 @@ struct ForwardOptions {
   int64_t aid_length = 0;                          // the evaluated length s derives from
   int64_t train_len = 0;  // keys per training segment (tgt_len + mem_len of the run)
   bool want_logits = false;
+  // Positions before score_from are context only (0 <= score_from < Q): `nll` and `logits`
+  // cover positions score_from..Q-1, and the last layer computes its output only for those
+  // queries, the positions before them attending as its memory. The same numbers as the tail
+  // of a full pass, without the work whose results a caller would drop (sliding windows
+  // score only their last `stride` positions).
+  int64_t score_from = 0;
   // Evaluation without gradients: queries per attention block (position_score.h) and rows
   // per output block (output_row_block). 0 = automatic (blocks only past kScoreBudgetBytes
   // of scores / kLogitBudgetBytes of logits), < 0 = never.
@@ -39,9 +45,10 @@ struct ForwardOptions {
 inline constexpr int64_t kLogitBudgetBytes = int64_t{64} << 20;
 int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions& options);
 
+// S = Q - score_from scored positions (S = Q by default).
 struct LMOutput {
-  torch::Tensor nll;     // [B, Q] float32 per-token negative log-likelihood (with targets)
-  torch::Tensor logits;  // [B, Q, V] (want_logits or no targets)
+  torch::Tensor nll;     // [B, S] float32 per-token negative log-likelihood (with targets)
+  torch::Tensor logits;  // [B, S, V] (want_logits or no targets)
   Memory memory;         // for the next segment (empty when keep_memory == 0)
 };
 
@@ -65,6 +72,11 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor output_bias;                 // [V]
 
  private:
+  // The blocks over h [B, Q, C] (each layer's input appended to layer_inputs), the last one
+  // only for the queries from options.score_from on.                          -> [B, S, C]
+  torch::Tensor run_blocks(torch::Tensor h, const Memory& memory, PositionContext& pos,
+                           const ForwardOptions& options, std::vector<torch::Tensor>& layer_inputs);
+
   ModelConfig config_;
   int64_t vocab_size_;
 };
