@@ -42,7 +42,10 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
   scores.masked_fill_(causal_mask(query_len, pos.mem_len, q.device()),
                       -std::numeric_limits<float>::infinity());
-  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(v.dtype());  // [B, H, Q, K]
+  // In the scores' dtype: LibTorch's CPU softmax (and its backward) on bf16 computes in
+  // float32 and rounds only the result, so a float32 copy of the scores, its cast back and
+  // their backward passes would buy nothing under autocast.
+  auto probs = torch::softmax(scores, -1).to(v.dtype());  // [B, H, Q, K]
   probs = apply_dropout(probs, dropatt_, is_training());
   return batched_matmul(probs, v);  // [B, H, Q, D]
 }

@@ -2,11 +2,13 @@
 //  - causal: changing token t changes no output before t (with and without memory);
 //  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B;
 //  - query blocks: evaluation in blocks of queries equals attention over all queries at once;
-//  - score_from: scoring only the last positions equals the tail of a full pass.
+//  - score_from: scoring only the last positions equals the tail of a full pass;
+//  - bf16 autocast: loss and gradient within bf16 rounding of float32.
 #include <gtest/gtest.h>
 
 #include "test_util.h"
 #include "txl/model/transformer.h"
+#include "txl/platform/runtime.h"
 
 namespace txl {
 namespace {
@@ -261,6 +263,53 @@ TEST_P(ScoreFrom, EqualsTheTailOfAFullPass) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, ScoreFrom, ::testing::ValuesIn(testing::all_encodings()),
+                         testing::EncodingName());
+
+// Under bf16 autocast (matrix products, attention probabilities and logits in bf16; loss,
+// norms and the residual stream in float32) the loss and the gradient stay those of float32
+// up to bf16 rounding, for every encoding, with memory where it takes one.
+class Bf16Autocast : public ::testing::TestWithParam<PosEncoding> {};
+
+TEST_P(Bf16Autocast, LossAndGradientCloseToFloat32) {
+  auto model = make_model(GetParam());
+  Memory mem;
+  if (encoding_traits(GetParam()).takes_memory) {
+    torch::NoGradGuard no_grad;
+    ForwardOptions keep;
+    keep.keep_memory = 6;
+    mem = model->forward(torch::randint(kVocab, {2, 6}, torch::kLong), {}, keep).memory;
+  }
+  auto tokens = torch::randint(kVocab, {2, 12}, torch::kLong);
+  ForwardOptions opts;
+  opts.targets = torch::randint(kVocab, {2, 12}, torch::kLong);
+  auto loss_and_grad = [&](Precision precision) {
+    model->zero_grad();
+    torch::Tensor nll;
+    {
+      AutocastGuard autocast(precision);
+      nll = model->forward(tokens, mem, opts).nll;  // [B, Q] float32
+    }
+    nll.mean().backward();
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : model->parameters())
+      if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}).clone());
+    return std::make_pair(nll.detach(), torch::cat(grads));
+  };
+  const auto [nll32, grad32] = loss_and_grad(Precision::kFp32);
+  const auto [nll16, grad16] = loss_and_grad(Precision::kBf16);
+  EXPECT_EQ(nll16.scalar_type(), torch::kFloat32);
+  EXPECT_LT(max_abs_diff(nll16, nll32), 0.05);
+  EXPECT_GT(max_abs_diff(nll16, nll32), 0.0) << "the bf16 pass must really run in bf16";
+  EXPECT_LT(std::abs(nll16.mean().item<double>() - nll32.mean().item<double>()), 0.01);
+  ASSERT_EQ(grad16.sizes(), grad32.sizes());
+  const double cosine =
+      (grad16 * grad32).sum().item<double>() / (grad16.norm() * grad32.norm()).item<double>();
+  EXPECT_GT(cosine, 0.99);
+  EXPECT_LT((grad16.norm() / grad32.norm()).item<double>(), 1.05);
+  EXPECT_GT((grad16.norm() / grad32.norm()).item<double>(), 0.95);
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, Bf16Autocast, ::testing::ValuesIn(testing::all_encodings()),
                          testing::EncodingName());
 
 TEST(QueryBlocks, OutputBlocksOnlyWithoutGradientsOrLogits) {
