@@ -25,6 +25,16 @@ TransformerLM make_model(PosEncoding encoding) {
   return model;
 }
 
+// The memory a random first segment of `len` tokens (batch 2) leaves, where the model's
+// encoding takes memory; empty otherwise.
+Memory first_segment_memory(TransformerLM& model, int64_t len) {
+  if (!encoding_traits(model->config().pos_encoding).takes_memory) return {};
+  torch::NoGradGuard no_grad;
+  ForwardOptions keep;
+  keep.keep_memory = len;
+  return model->forward(torch::randint(kVocab, {2, len}, torch::kLong), {}, keep).memory;
+}
+
 torch::Tensor logits_of(TransformerLM& model, const torch::Tensor& tokens, const Memory& mem = {}) {
   ForwardOptions opts;
   return model->forward(tokens, mem, opts).logits;  // [B, Q, V]
@@ -156,13 +166,7 @@ class QueryBlocks : public ::testing::TestWithParam<PosEncoding> {};
 TEST_P(QueryBlocks, EqualOnePassOverAllQueries) {
   auto model = make_model(GetParam());
   torch::NoGradGuard no_grad;
-  const bool memory = encoding_traits(GetParam()).takes_memory;
-  Memory mem;
-  if (memory) {
-    ForwardOptions keep;
-    keep.keep_memory = 6;
-    mem = model->forward(torch::randint(kVocab, {2, 6}, torch::kLong), {}, keep).memory;
-  }
+  const Memory mem = first_segment_memory(model, 6);
   auto tokens = torch::randint(kVocab, {2, 13}, torch::kLong);
   ForwardOptions whole;
   whole.query_block = -1;
@@ -185,12 +189,7 @@ TEST_P(QueryBlocks, EqualOnePassOverAllQueries) {
 TEST_P(QueryBlocks, OutputBlocksGiveTheSameNll) {
   auto model = make_model(GetParam());
   torch::NoGradGuard no_grad;
-  Memory mem;
-  if (encoding_traits(GetParam()).takes_memory) {
-    ForwardOptions keep;
-    keep.keep_memory = 5;
-    mem = model->forward(torch::randint(kVocab, {2, 5}, torch::kLong), {}, keep).memory;
-  }
+  const Memory mem = first_segment_memory(model, 5);
   auto tokens = torch::randint(kVocab, {2, 11}, torch::kLong);
   ForwardOptions whole;
   whole.targets = torch::randint(kVocab, {2, 11}, torch::kLong);
@@ -223,12 +222,7 @@ TEST_P(ScoreFrom, EqualsTheTailOfAFullPass) {
     TransformerLM model(config, kVocab);
     model->eval();
     torch::NoGradGuard no_grad;
-    Memory mem;
-    if (encoding_traits(GetParam()).takes_memory) {
-      ForwardOptions keep;
-      keep.keep_memory = 4;
-      mem = model->forward(torch::randint(kVocab, {2, 4}, torch::kLong), {}, keep).memory;
-    }
+    const Memory mem = first_segment_memory(model, 4);
     const int64_t len = 13;
     auto tokens = torch::randint(kVocab, {2, len}, torch::kLong);
     ForwardOptions whole;
@@ -272,13 +266,7 @@ class Bf16Autocast : public ::testing::TestWithParam<PosEncoding> {};
 
 TEST_P(Bf16Autocast, LossAndGradientCloseToFloat32) {
   auto model = make_model(GetParam());
-  Memory mem;
-  if (encoding_traits(GetParam()).takes_memory) {
-    torch::NoGradGuard no_grad;
-    ForwardOptions keep;
-    keep.keep_memory = 6;
-    mem = model->forward(torch::randint(kVocab, {2, 6}, torch::kLong), {}, keep).memory;
-  }
+  const Memory mem = first_segment_memory(model, 6);
   auto tokens = torch::randint(kVocab, {2, 12}, torch::kLong);
   ForwardOptions opts;
   opts.targets = torch::randint(kVocab, {2, 12}, torch::kLong);
