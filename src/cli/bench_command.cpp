@@ -1,5 +1,6 @@
 // txl bench --config F [--set key=value ...] [--steps N] [--warmup W] [--json FILE]
-//           [--threads T] [--precision P] [--vocab N] [--long-length L] [--profile]
+//           [--threads T] [--precision P] [--device D] [--vocab N] [--long-length L]
+//           [--profile]
 // Training and evaluation throughput on random tokens, FLOPs per token, model-FLOP
 // utilisation against the measured GEMM peak, and one long evaluation window per encoding,
 // each in a fresh process so one encoding's peak memory cannot mask another's.
@@ -14,6 +15,7 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
 #include "txl/config/encodings.h"
+#include "txl/platform/device.h"
 #include "txl/platform/process.h"
 #include "txl/train/bench.h"
 #include "txl/util/error.h"
@@ -29,6 +31,7 @@ struct BenchCommandOptions {
   std::vector<std::string> overrides;
   std::string json_path;
   std::string precision;           // empty: train.precision
+  std::string device;              // empty: train.device
   std::optional<int64_t> threads;  // unset: train.threads (0 = all cores)
   int64_t steps = 20;
   int64_t warmup = 3;
@@ -52,7 +55,10 @@ Config resolve_config(const BenchCommandOptions& o) {
     j["data"]["dir"] = kNoCorpus;
   if (o.threads) j["train"]["threads"] = *o.threads;
   if (!o.precision.empty()) j["train"]["precision"] = o.precision;
-  return config_from_json(j, o.config_path);
+  if (!o.device.empty()) j["train"]["device"] = o.device;
+  const Config config = config_from_json(j, o.config_path);
+  resolve_device(config.train.device, "train.device");
+  return config;
 }
 
 std::vector<PosEncoding> chosen_encodings(const std::string& list) {
@@ -77,6 +83,7 @@ void check_options(const BenchCommandOptions& o) {
   if (!o.encodings.empty()) chosen_encodings(o.encodings);
   if (o.rounds < 1) throw InputError("--rounds must be >= 1, got " + std::to_string(o.rounds));
   if (o.threads) check_threads(*o.threads, "--threads");
+  if (!o.device.empty()) resolve_device(o.device, "--device");
   check_output_path(o.json_path, "--json");
 }
 
@@ -93,8 +100,9 @@ LongWindowResult long_window_in_child(const BenchCommandOptions& o, const Config
     argv.insert(argv.end(), {"--set", "train.mem_len=0"});
   }
   argv.insert(argv.end(), {"--threads", std::to_string(threads), "--precision",
-                           to_string(config.train.precision), "--vocab", std::to_string(o.vocab),
-                           "--long-length", std::to_string(o.long_length), "--long-passes",
+                           to_string(config.train.precision), "--device", config.train.device,
+                           "--vocab", std::to_string(o.vocab), "--long-length",
+                           std::to_string(o.long_length), "--long-passes",
                            std::to_string(o.long_passes), "--long-only", "--json", out.string()});
   const int rc = run_process(argv);
   if (rc != 0) {
@@ -148,6 +156,8 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
       results.empty() ? "" : results[0].precision, results.empty() ? 0 : results[0].threads,
       o.steps, o.warmup, o.rounds);
   fmt::print("cpu          {}\n", results.empty() ? "" : results[0].cpu_model);
+  if (!results.empty() && results[0].device != "cpu")
+    fmt::print("device       {}\n", results[0].device);
   fmt::print("  {:<18} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "encoding", "ms/step", "x absolute",
              "tok/s", "eval ms", "parameters");
   auto rows = nlohmann::json::array();
@@ -176,6 +186,7 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
       r.pos_encoding, m.n_layer, m.d_model, m.n_head, m.d_head, m.d_inner, r.vocab_size,
       r.parameters);
   fmt::print("cpu          {} | {} | bf16 {}\n", r.cpu_model, r.cpu_flags, r.bf16_support);
+  if (r.device != "cpu") fmt::print("device       {}\n", r.device);
   fmt::print(
       "shape        batch {} x tgt_len {}, mem_len {} | {} | {} threads | {} steps after {} "
       "warm-up\n",
@@ -280,6 +291,8 @@ void setup_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", c->threads,
                   "Threads, 0 to 1024 (0 = all cores; default train.threads)");
   cmd->add_option("--precision", c->precision, "fp32 or bf16 (default train.precision)");
+  cmd->add_option("--device", c->device,
+                  "cpu, cuda, cuda:N or auto (cuda:0 if there is one; default train.device)");
   cmd->add_option("--vocab", c->vocab, "Vocabulary size of the random tokens")
       ->capture_default_str();
   cmd->add_option("--long-length", c->long_length, "Long evaluation window per encoding (0 = skip)")

@@ -6,6 +6,7 @@
 
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
+#include "txl/platform/device.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -34,6 +35,7 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--checkpoint", o.checkpoint, "best or last");
   cmd->add_option("--precision", o.precision, "fp32 or bf16");
   cmd->add_option("--threads", o.threads, "Threads, 0 to 1024 (0 = all cores)");
+  cmd->add_option("--device", o.device, "cpu, cuda, cuda:N or auto (cuda:0 if there is one)");
   cmd->add_flag("--per-position", o.per_position,
                 "Also show mean NLL per position inside the window");
   cmd->add_flag("--no-cache", o.no_cache, help.cache);
@@ -80,6 +82,8 @@ EvalPlan check_eval_options(const EvalCliOptions& o) {
   if (!o.lengths.empty()) c.lengths = parse_lengths(o.lengths, "--lengths");
   c.split = o.split;
   c.checkpoint = o.checkpoint;
+  resolve_device(o.device, "--device");  // exists on this machine, before any work
+  c.device = o.device;
   c.read_cache = !o.no_cache;
   c.per_position = o.per_position;
   return c;

@@ -8,6 +8,7 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
 #include "txl/data/subword_model.h"
+#include "txl/platform/device.h"
 #include "txl/platform/gemm_rate.h"
 #include "txl/platform/runtime.h"
 
@@ -44,12 +45,7 @@ int run_info(const InfoOptions& o) {
   fmt::print("openmp       {} (OMP_WAIT_POLICY {})\n", at::hasOpenMP() ? "yes" : "no",
              wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
   fmt::print("threads      {} of {} logical cores\n", threads, logical_cores());
-  // What this LibTorch can train on: txl trains on the CPU; CUDA is reported, not used yet.
-  fmt::print("devices      cpu{}\n",
-             torch::cuda::is_available()
-                 ? fmt::format("; CUDA: {} device(s) (txl does not use them yet)",
-                               torch::cuda::device_count())
-                 : "; CUDA: not in this LibTorch");
+  fmt::print("devices      {} (--device, train.device)\n", describe_devices());
   fmt::print("distributed  c10d, Gloo (txl train --nproc N)\n");
   fmt::print("subwords     {}\n", subword_available() ? "bpe, unigram (sentencepiece plugin)"
                                                       : "unavailable: " + subword_problem());

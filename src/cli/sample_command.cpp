@@ -15,6 +15,7 @@
 #include "txl/cli/options.h"
 #include "txl/data/tokenizer.h"
 #include "txl/model/sampling.h"
+#include "txl/platform/device.h"
 #include "txl/platform/runtime.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
@@ -34,6 +35,7 @@ struct SampleCommandOptions {
   uint64_t seed = 1;
   std::optional<int64_t> context;  // unset: the longest context seen in training
   int64_t threads = 0;
+  std::string device = "cpu";
 };
 
 std::string code_point_name(const std::string& ch) {
@@ -108,7 +110,8 @@ int run_sample(const SampleCommandOptions& o) {
   }
   check_threads(o.threads, "--threads");
   check_utf8(o.prompt, "--prompt");
-  auto run = load_run(o.run_dir, o.checkpoint);
+  const torch::Device device = resolve_device(o.device, "--device");
+  auto run = load_run(o.run_dir, o.checkpoint, device);
   auto prompt = encode_prompt(o.prompt, run.vocab);
   set_threads(o.threads);
 
@@ -160,6 +163,7 @@ void setup_sample(CLI::App& app, int& exit_code) {
                   "seen in training");
   cmd->add_option("--checkpoint", o->checkpoint, "best or last");
   cmd->add_option("--threads", o->threads, "Threads, 0 to 1024 (0 = all cores)");
+  cmd->add_option("--device", o->device, "cpu, cuda, cuda:N or auto (cuda:0 if there is one)");
   cmd->callback([o, &exit_code] { exit_code = run_sample(*o); });
 }
 

@@ -1,5 +1,5 @@
-// txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N]
-// txl train --resume D [--set key=value ...] [--config F] [--nproc N]
+// txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N] [--device D]
+// txl train --resume D [--set key=value ...] [--config F] [--nproc N] [--device D]
 //
 // Data-parallel: --nproc N launches N ranks of this command on this machine (train/launch.h);
 // a process started with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set (as torchrun sets
@@ -17,6 +17,7 @@
 
 #include "txl/cli/commands.h"
 #include "txl/cli/signals.h"
+#include "txl/platform/device.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/distributed.h"
 #include "txl/train/launch.h"
@@ -111,6 +112,7 @@ int run_train(TrainRequest request, int nproc) {
 void setup_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainRequest>();
   auto nproc = std::make_shared<int>(0);
+  auto device = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
   auto* run_dir = cmd->add_option("--run-dir", o->run_dir,
@@ -122,9 +124,18 @@ void setup_train(CLI::App& app, int& exit_code) {
   cmd->add_option("--nproc", *nproc,
                   "Data-parallel: train with N processes on this machine (train.batch_size "
                   "streams split between them)");
+  cmd->add_option("--device", *device,
+                  "cpu, cuda, cuda:N or auto (cuda:0 if there is one); the same as --set "
+                  "train.device=D");
   resume->excludes(run_dir);
   resume->excludes(force);
-  cmd->callback([o, nproc, &exit_code] { exit_code = run_train(*o, *nproc); });
+  cmd->callback([o, nproc, device, &exit_code] {
+    if (!device->empty()) {
+      resolve_device(*device, "--device");  // named as the user typed it
+      o->overrides.push_back("train.device=" + *device);
+    }
+    exit_code = run_train(*o, *nproc);
+  });
 }
 
 }  // namespace txl

@@ -235,6 +235,7 @@ const Fields<TrainConfig>& train_fields() {
       {"eval_interval", &S::eval_interval, "steps between validations (0 = only at the end)"},
       {"eval_max_tokens", &S::eval_max_tokens, "validation tokens per evaluation (0 = all)"},
       {"threads", &S::threads, "CPU threads (0 = all cores)"},
+      {"device", &S::device, "cpu | cuda | cuda:N | auto (cuda:0 if there is one, else cpu)"},
       {"precision", &S::precision, "fp32 | bf16 (CPU autocast; weights stay fp32)"},
       {"skip_nonfinite", &S::skip_nonfinite,
        "skip steps with a NaN/Inf loss or gradient (false: stop)"},

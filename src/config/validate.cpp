@@ -144,6 +144,10 @@ void validate(const Config& config) {
     throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
                      std::to_string(kMaxThreads) + "] (0 = all cores)");
   }
+  if (!is_device_name(train.device)) {
+    throw InputError("train.device (\"" + train.device +
+                     "\") is not a device; expected cpu, cuda, cuda:N (N = 0, 1, ...) or auto");
+  }
   validate_encoding(model, train);
 
   if (eval.lengths.empty()) {

@@ -28,7 +28,7 @@ class Scorer {
 
   // nll: [Q] float for one window; positions first_pos.. of the window are scored.
   void add_window(const torch::Tensor& nll, int64_t first_pos) {
-    auto v = nll.to(torch::kFloat64).contiguous();
+    auto v = nll.to(torch::kCPU, torch::kFloat64).contiguous();
     const double* p = v.data_ptr<double>();
     const int64_t n = v.numel();
     double sum = 0.0;
@@ -118,7 +118,7 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   auto out = model->forward(inputs, memory, opts);
   if (next_memory) *next_memory = std::move(out.memory);
   progress.pass_done(inputs.numel(), inputs.size(0));
-  return out.nll;  // [B, Q - score_from]
+  return out.nll.to(torch::kCPU);  // [B, Q - score_from], read by the scorer on the CPU
 }
 
 // Windows [start, start + len) of inputs with targets shifted by one; scored from `skip`.
@@ -336,7 +336,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   if (n_targets < 1) throw InputError("the evaluation split has fewer than 2 tokens");
   check_eval_fits(model, request, static_cast<int64_t>(ids.size()));
   auto stream = torch::from_blob(const_cast<int32_t*>(ids.data()), {n_targets + 1}, torch::kInt32)
-                    .to(torch::kInt64);  // [N]
+                    .to(model->device(), torch::kInt64);  // [N]
 
   EvalResult result;
   result.method = request.method;
@@ -356,7 +356,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   } mode_guard{model, model->is_training()};
   model->eval();
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(request.precision);
+  AutocastGuard autocast(request.precision, model->device());
   const int64_t len = request.length;
   if (request.method == EvalMethod::kMemory) {
     evaluate_memory(model, stream, n_targets, request, scorer, progress);

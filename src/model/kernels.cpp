@@ -123,8 +123,9 @@ void fill_keep_mask(T* mask, const T* gate, int64_t numel, uint64_t seed, uint32
 }
 
 // The scaled keep mask for x ([same shape], contiguous, x's dtype), gated by x > 0 when
-// `relu`; undefined for dtypes without a kernel.
+// `relu`; undefined for dtypes without a kernel and off the CPU (LibTorch's dropout there).
 torch::Tensor keep_mask(const torch::Tensor& x, double p, bool relu) {
+  if (!x.is_cpu()) return torch::Tensor();
   // One draw from LibTorch's generator seeds this call's counter-based stream.
   const auto seed = static_cast<uint64_t>(
       torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong).item<int64_t>());
@@ -228,6 +229,11 @@ torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& target
   TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
               "token_nll needs logits [N, V] and targets [N], got ", logits.sizes(), " and ",
               targets.sizes());
+  if (!logits.is_cpu()) {
+    // GPUs: LibTorch's fused kernels, whose [N, V] float32 temporaries fit in its memory.
+    return at::nll_loss(torch::log_softmax(logits, 1, torch::kFloat32), targets, {},
+                        at::Reduction::None);
+  }
   if (torch::GradMode::is_enabled() && logits.requires_grad())
     return TokenNll::apply(logits, targets);
   auto nll = torch::empty({logits.size(0)}, logits.options().dtype(torch::kFloat32));  // [N]
@@ -243,7 +249,7 @@ torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
   int64_t count = 1;
   for (auto s : at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2)))
     count *= s;
-  if (a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 ||
+  if (!a.is_cpu() || a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 ||
       count < at::get_num_threads()) {
     return torch::matmul(a, b);
   }

@@ -19,9 +19,9 @@ torch::Tensor ContextFeeder::feed(const std::vector<int64_t>& tokens) {
     if (static_cast<int64_t>(window_.size()) > context_) {
       window_.erase(window_.begin(), window_.end() - context_);
     }
-    auto input = torch::tensor(window_, torch::kLong).unsqueeze(0);  // [1, Q]
-    auto logits = model_->forward(input, {}, opts).logits;           // [1, Q, V]
-    return logits[0][-1].to(torch::kFloat32);                        // [V]
+    auto input = torch::tensor(window_, torch::kLong).unsqueeze(0).to(model_->device());  // [1, Q]
+    auto logits = model_->forward(input, {}, opts).logits;  // [1, Q, V]
+    return logits[0][-1].to(torch::kCPU, torch::kFloat32);  // [V]
   }
   opts.keep_memory = context_;
   torch::Tensor last;
@@ -29,18 +29,19 @@ torch::Tensor ContextFeeder::feed(const std::vector<int64_t>& tokens) {
     const size_t end = std::min(tokens.size(), start + static_cast<size_t>(chunk_));
     auto input = torch::tensor(std::vector<int64_t>(tokens.begin() + start, tokens.begin() + end),
                                torch::kLong)
-                     .unsqueeze(0);  // [1, Q]
+                     .unsqueeze(0)
+                     .to(model_->device());  // [1, Q]
     auto out = model_->forward(input, memory_, opts);
     memory_ = std::move(out.memory);  // [1, <=context, C]
     last = out.logits[0][-1];         // [V]
   }
-  return last.to(torch::kFloat32);
+  return last.to(torch::kCPU, torch::kFloat32);
 }
 
 int64_t draw_token(const torch::Tensor& logits, double temperature, int64_t top_k,
                    SplitMix64& rng) {
   TORCH_CHECK(temperature > 0, "temperature must be > 0, got ", temperature);
-  auto scaled = (logits.to(torch::kFloat64) / temperature).contiguous();  // [V]
+  auto scaled = (logits.to(torch::kCPU, torch::kFloat64) / temperature).contiguous();  // [V]
   const int64_t vocab = scaled.size(0);
   if (top_k > 0 && top_k < vocab) {
     auto kept = std::get<1>(scaled.topk(top_k));  // [k]

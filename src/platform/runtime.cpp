@@ -139,27 +139,46 @@ void warn_if_bf16_is_slow() {
 
 }  // namespace
 
-AutocastGuard::AutocastGuard(Precision precision) : enabled_(precision == Precision::kBf16) {
-  if (!enabled_) return;
-  warn_if_bf16_is_slow();
+namespace {
+
+// Whether autocast is on for `type` (CPU or CUDA), and switching it, in bf16.
+bool autocast_enabled(c10::DeviceType type) {
 #ifdef TXL_AUTOCAST_DEVICE_API
-  previous_ = at::autocast::is_autocast_enabled(at::kCPU);
-  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-  at::autocast::set_autocast_enabled(at::kCPU, true);
+  return at::autocast::is_autocast_enabled(type);
 #else
-  previous_ = at::autocast::is_cpu_enabled();
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  at::autocast::set_cpu_enabled(true);
+  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
+                                       : at::autocast::is_cpu_enabled();
 #endif
+}
+
+void set_bf16_autocast(c10::DeviceType type, bool on) {
+#ifdef TXL_AUTOCAST_DEVICE_API
+  at::autocast::set_autocast_dtype(type, at::kBFloat16);
+  at::autocast::set_autocast_enabled(type, on);
+#else
+  if (type == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(on);
+  }
+#endif
+}
+
+}  // namespace
+
+AutocastGuard::AutocastGuard(Precision precision, const c10::Device& device)
+    : enabled_(precision == Precision::kBf16), type_(device.type()) {
+  if (!enabled_) return;
+  if (type_ == c10::DeviceType::CPU) warn_if_bf16_is_slow();
+  previous_ = autocast_enabled(type_);
+  set_bf16_autocast(type_, true);
 }
 
 AutocastGuard::~AutocastGuard() {
   if (!enabled_) return;
-#ifdef TXL_AUTOCAST_DEVICE_API
-  at::autocast::set_autocast_enabled(at::kCPU, previous_);
-#else
-  at::autocast::set_cpu_enabled(previous_);
-#endif
+  set_bf16_autocast(type_, previous_);
   at::autocast::clear_cache();
 }
 

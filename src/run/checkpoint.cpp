@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "txl/config/config.h"
+#include "txl/platform/device.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
@@ -138,6 +139,10 @@ void save_checkpoint(const std::string& path, const TrainState& state, Transform
     archive.write("memory", mem_archive);
   }
   archive.write("rng", at::detail::getDefaultCPUGenerator().get_state(), /*is_buffer=*/true);
+  // On a GPU, dropout draws from that device's generator.
+  if (model->device().is_cuda()) {
+    archive.write("rng_cuda", default_generator(model->device()).get_state(), /*is_buffer=*/true);
+  }
   std::ostringstream payload_stream;
   archive.save_to(payload_stream);
   const std::string payload = payload_stream.str();
@@ -169,7 +174,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
     check_model_matches(meta, model, path);
     stage = "the archive";
     torch::serialize::InputArchive archive;
-    archive.load_from(payload.data(), payload.size());
+    archive.load_from(payload.data(), payload.size(), model->device());  // onto the model's
     stage = "the model weights";
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
@@ -199,7 +204,12 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
     torch::Tensor rng;
     if (archive.try_read("rng", rng, /*is_buffer=*/true)) {
       auto generator = at::detail::getDefaultCPUGenerator();  // a handle sharing the state
-      generator.set_state(rng);
+      generator.set_state(rng.cpu());
+    }
+    // Written on a GPU and resumed on one: its dropout stream continues (a run resumed on
+    // another kind of device starts that device's stream afresh).
+    if (model->device().is_cuda() && archive.try_read("rng_cuda", rng, /*is_buffer=*/true)) {
+      default_generator(model->device()).set_state(rng.cpu());
     }
   } catch (const InputError&) {
     throw;

@@ -121,7 +121,7 @@ std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
   return paths.last_checkpoint();
 }
 
-LoadedRun load_run(const std::string& dir, const std::string& which) {
+LoadedRun load_run(const std::string& dir, const std::string& which, const torch::Device& device) {
   LoadedRun run;
   run.paths.dir = dir;
   if (!is_directory(dir)) throw InputError("run directory " + dir + " does not exist");
@@ -135,6 +135,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which) {
   if (!is_regular_file(ckpt))
     throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
   run.model = TransformerLM(run.config.model, run.vocab.size());
+  run.model->to(device);  // the checkpoint's tensors load straight onto the device
   // load_checkpoint compares the checkpoint's model configuration with config.json's.
   auto loaded = load_checkpoint(ckpt, run.model, nullptr);
   run.state = loaded.state;

@@ -8,6 +8,7 @@
 
 #include "txl/config/encodings.h"
 #include "txl/model/transformer.h"
+#include "txl/platform/device.h"
 #include "txl/platform/gemm_rate.h"
 #include "txl/platform/process.h"
 #include "txl/platform/resources.h"
@@ -58,6 +59,7 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
 
 nlohmann::json BenchResult::to_json() const {
   nlohmann::json j = {
+      {"device", device},
       {"cpu_model", cpu_model},
       {"cpu_flags", cpu_flags},
       {"bf16_support", bf16_support},
@@ -128,59 +130,73 @@ BenchResult describe_bench(const Config& config, const BenchOptions& o) {
   return r;
 }
 
-torch::Tensor random_tokens(const BenchResult& r, int64_t vocab_size) {
-  return torch::randint(vocab_size, {r.batch, r.query_len}, torch::kLong);  // [B, Q]
+torch::Tensor random_tokens(const BenchResult& r, int64_t vocab_size, const torch::Device& device) {
+  return torch::randint(vocab_size, {r.batch, r.query_len},
+                        torch::TensorOptions().dtype(torch::kLong).device(device));  // [B, Q]
 }
 
-// Training: the same phases as train_model (trainer.cpp), on random tokens; fills the
-// per-step times, tokens/s and (with o.profile) the operator profile.
+// The clock after the device has finished what was queued (GPUs run asynchronously).
+Clock::time_point finished(const torch::Device& device) {
+  synchronize(device);
+  return Clock::now();
+}
+
+// One training step on random tokens, as train_model (trainer.cpp) takes it: forward with
+// the memory carried, backward, clipping, AdamW; adds each phase's wall time to `total`.
+void timed_step(TransformerLM& model, torch::optim::AdamW& optimizer, const Config& config,
+                const BenchOptions& o, const BenchResult& r, Memory& memory, StepPhases& total) {
+  const auto& tc = config.train;
+  const torch::Device device = model->device();
+  const auto inputs = random_tokens(r, o.vocab_size, device);
+  const auto targets = random_tokens(r, o.vocab_size, device);
+  const auto t0 = finished(device);
+  torch::Tensor loss;
+  {
+    AutocastGuard autocast(tc.precision, device);
+    ForwardOptions fwd;
+    fwd.targets = targets;
+    fwd.keep_memory = r.mem_len;
+    auto out = model->forward(inputs, memory, fwd);
+    loss = out.nll.mean();
+    memory = std::move(out.memory);
+  }
+  const auto t1 = finished(device);
+  clear_gradients(model->parameters());
+  loss.backward();
+  const auto t2 = finished(device);
+  if (tc.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), tc.clip);
+  const double loss_value = loss.item<double>();
+  TORCH_CHECK(std::isfinite(loss_value), "bench: loss is not finite");
+  const auto t3 = Clock::now();
+  optimizer.step();
+  const auto t4 = finished(device);
+  total.forward_ms += ms_between(t0, t1);
+  total.backward_ms += ms_between(t1, t2);
+  total.clip_ms += ms_between(t2, t3);
+  total.optimizer_ms += ms_between(t3, t4);
+}
+
+// Training: warm-up steps, then timed ones; fills the per-step times, tokens/s and (with
+// o.profile) the operator profile.
 void time_training(TransformerLM& model, const Config& config, const BenchOptions& o,
                    BenchResult& r) {
   const auto& tc = config.train;
+  const torch::Device device = model->device();
   torch::optim::AdamW optimizer(model->parameters(),
                                 torch::optim::AdamWOptions(tc.lr).weight_decay(tc.weight_decay));
   model->train();
   Memory memory;
   StepPhases total;
-  auto timed_start = Clock::now();
-  double cpu_start = process_cpu_seconds();
+  for (int64_t step = 0; step < o.warmup; ++step)
+    timed_step(model, optimizer, config, o, r, memory, total);
+  total = StepPhases{};
   std::unique_ptr<OpProfiler> profiler;
-  for (int64_t step = 0; step < o.warmup + o.steps; ++step) {
-    if (step == o.warmup) {
-      total = StepPhases{};
-      if (o.profile) profiler = std::make_unique<OpProfiler>();
-      timed_start = Clock::now();
-      cpu_start = process_cpu_seconds();
-    }
-    const auto inputs = random_tokens(r, o.vocab_size);
-    const auto targets = random_tokens(r, o.vocab_size);
-    const auto t0 = Clock::now();
-    torch::Tensor loss;
-    {
-      AutocastGuard autocast(tc.precision);
-      ForwardOptions fwd;
-      fwd.targets = targets;
-      fwd.keep_memory = r.mem_len;
-      auto out = model->forward(inputs, memory, fwd);
-      loss = out.nll.mean();
-      memory = std::move(out.memory);
-    }
-    const auto t1 = Clock::now();
-    clear_gradients(model->parameters());
-    loss.backward();
-    const auto t2 = Clock::now();
-    if (tc.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), tc.clip);
-    const double loss_value = loss.item<double>();
-    TORCH_CHECK(std::isfinite(loss_value), "bench: loss is not finite at step ", step);
-    const auto t3 = Clock::now();
-    optimizer.step();
-    const auto t4 = Clock::now();
-    total.forward_ms += ms_between(t0, t1);
-    total.backward_ms += ms_between(t1, t2);
-    total.clip_ms += ms_between(t2, t3);
-    total.optimizer_ms += ms_between(t3, t4);
-  }
-  const double train_ms = ms_between(timed_start, Clock::now());
+  if (o.profile) profiler = std::make_unique<OpProfiler>();
+  const auto timed_start = finished(device);
+  const double cpu_start = process_cpu_seconds();
+  for (int64_t step = 0; step < o.steps; ++step)
+    timed_step(model, optimizer, config, o, r, memory, total);
+  const double train_ms = ms_between(timed_start, finished(device));
   const double train_cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start);
   if (profiler) {
     r.profile = profiler->stop();
@@ -200,16 +216,17 @@ void time_evaluation(TransformerLM& model, const Config& config, const BenchOpti
                      BenchResult& r) {
   const auto& tc = config.train;
   const double steps = static_cast<double>(std::max<int64_t>(o.steps, 1));
+  const torch::Device device = model->device();
   {
     model->eval();
     torch::NoGradGuard no_grad;
     Memory eval_memory;
     auto eval_pass = [&] {
-      AutocastGuard autocast(tc.precision);
+      AutocastGuard autocast(tc.precision, device);
       ForwardOptions fwd;
-      fwd.targets = random_tokens(r, o.vocab_size);
+      fwd.targets = random_tokens(r, o.vocab_size, device);
       fwd.keep_memory = r.mem_len;
-      auto out = model->forward(random_tokens(r, o.vocab_size), eval_memory, fwd);
+      auto out = model->forward(random_tokens(r, o.vocab_size, device), eval_memory, fwd);
       eval_memory = std::move(out.memory);
       return out.nll.sum().item<double>();
     };
@@ -230,19 +247,24 @@ void time_evaluation(TransformerLM& model, const Config& config, const BenchOpti
 BenchResult run_bench(const Config& config, const BenchOptions& o) {
   const auto& tc = config.train;
   BenchResult r = describe_bench(config, o);
+  const torch::Device device = resolve_device(tc.device, "train.device");
+  prepare_device(device);
+  r.device = device.str();
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
   TransformerLM model(config.model, o.vocab_size);
+  model->to(device);
   r.parameters = count_parameters(*model);
   r.mem_len = model->has_memory() ? tc.mem_len : 0;
   r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
   // The measured peak is taken before and after the model runs, best of both: the machine
   // may be shared, and the ratio should not flatter the model.
   const auto dtype = gemm_dtype(tc.precision);
-  r.gemm_peak_gflops = measure_gemm_gflops(dtype, 1024, 10);
+  const int64_t gemm_n = device.is_cpu() ? 1024 : 8192;  // large enough to fill a GPU
+  r.gemm_peak_gflops = measure_gemm_gflops(dtype, gemm_n, 10, device);
   time_training(model, config, o, r);
   time_evaluation(model, config, o, r);
   r.peak_rss_mb = peak_rss_mb();
-  r.gemm_peak_gflops = std::max(r.gemm_peak_gflops, measure_gemm_gflops(dtype, 1024, 10));
+  r.gemm_peak_gflops = std::max(r.gemm_peak_gflops, measure_gemm_gflops(dtype, gemm_n, 10, device));
   r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
   r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
   r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
@@ -283,16 +305,20 @@ LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64
   r.pos_encoding = to_string(config.model.pos_encoding);
   r.precision = to_string(config.train.precision);
   r.length = length;
+  const torch::Device device = resolve_device(config.train.device, "train.device");
+  prepare_device(device);
   TransformerLM model(config.model, vocab_size);
+  model->to(device);
   model->eval();
   torch::NoGradGuard no_grad;
-  const auto tokens = torch::randint(vocab_size, {1, length}, torch::kLong);   // [1, L]
-  const auto targets = torch::randint(vocab_size, {1, length}, torch::kLong);  // [1, L]
+  const auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
+  const auto tokens = torch::randint(vocab_size, {1, length}, options);   // [1, L]
+  const auto targets = torch::randint(vocab_size, {1, length}, options);  // [1, L]
   r.baseline_rss_mb = current_rss_mb();
   double best_ms = 1e300;
   for (int p = 0; p < std::max(passes, 1); ++p) {
     const auto t0 = Clock::now();
-    AutocastGuard autocast(config.train.precision);
+    AutocastGuard autocast(config.train.precision, device);
     ForwardOptions fwd;
     fwd.targets = targets;
     auto out = model->forward(tokens, Memory{}, fwd);

@@ -9,16 +9,9 @@ namespace txl {
 
 const std::vector<std::string>& resumable_keys() {
   static const std::vector<std::string> keys = {
-      "train.max_steps",
-      "train.log_interval",
-      "train.eval_interval",
-      "train.eval_max_tokens",
-      "train.threads",
-      "train.skip_nonfinite",
-      "data.dir",
-      "eval.lengths",
-      "eval.split",
-      "eval.batch_tokens",
+      "train.max_steps", "train.log_interval", "train.eval_interval",  "train.eval_max_tokens",
+      "train.threads",   "train.device",       "train.skip_nonfinite", "data.dir",
+      "eval.lengths",    "eval.split",         "eval.batch_tokens",
   };
   return keys;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "txl/config/config_diff.h"
+#include "txl/platform/device.h"
 #include "txl/run/checkpoint.h"
 #include "txl/train/distributed.h"
 #include "txl/train/resume.h"
@@ -80,6 +81,18 @@ void check_streams_per_rank(const Config& config, int world_size) {
   }
 }
 
+// train.device exists here (InputError otherwise, before anything is written). Several
+// processes train on the CPU only: their collectives run on Gloo over CPU tensors, and txl
+// does not use NCCL (CUDA's collectives) yet.
+void check_training_device(const Config& config, int world_size) {
+  const torch::Device device = resolve_device(config.train.device, "train.device");
+  if (world_size > 1 && !device.is_cpu()) {
+    throw InputError("train.device " + config.train.device + " with " + std::to_string(world_size) +
+                     " processes: data-parallel training runs on the CPU only (Gloo); train on "
+                     "one GPU with one process, or with --device cpu on several");
+  }
+}
+
 // A rank other than 0: the same config and data, checked the same way, and nothing written.
 PreparedTraining prepare_follower(const TrainRequest& o) {
   PreparedTraining p;
@@ -92,6 +105,7 @@ PreparedTraining prepare_follower(const TrainRequest& o) {
     p.config = config_from_json(j, o.config_path);
   }
   check_streams_per_rank(p.config, o.world_size);
+  check_training_device(p.config, o.world_size);
   check_corpus_dir(p.config.data);
   p.corpus = load_training_data(p.config);
   p.options.run_dir = resume ? o.resume_dir : o.run_dir;
@@ -131,6 +145,7 @@ PreparedTraining prepare_training(const TrainRequest& o) {
                        " steps); raise it with --set train.max_steps=N to train further");
     }
     check_streams_per_rank(config, o.world_size);
+    check_training_device(config, o.world_size);
     check_corpus_dir(config.data);
     p.corpus = load_training_data(config);
     remove_stale_temporaries(o.resume_dir);
@@ -143,6 +158,7 @@ PreparedTraining prepare_training(const TrainRequest& o) {
     for (const auto& assignment : o.overrides) apply_override(j, assignment);
     config = config_from_json(j, o.config_path);
     check_streams_per_rank(config, o.world_size);
+    check_training_device(config, o.world_size);
     check_corpus_dir(config.data);
     options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
     // Lock before --force clears anything, so a run in progress there is never touched.

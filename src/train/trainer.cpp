@@ -16,6 +16,7 @@
 #include "txl/data/corpus.h"
 #include "txl/eval/evaluate.h"
 #include "txl/model/transformer.h"
+#include "txl/platform/device.h"
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
 #include "txl/run/checkpoint.h"
@@ -37,6 +38,14 @@ namespace txl {
 
 namespace {
 
+// The model for `config`, its weights drawn on the CPU (the same initial weights whatever the
+// device) and then moved to `device`, before the optimizer takes their handles.
+TransformerLM model_on(const ModelConfig& config, int64_t vocab_size, const torch::Device& device) {
+  TransformerLM model(config, vocab_size);
+  model->to(device);
+  return model;
+}
+
 // Everything the training loop reads and mutates, owned in one place: each phase below takes
 // it by reference, so what a phase touches is visible in its signature rather than hidden in
 // a lambda's captures.
@@ -46,11 +55,12 @@ struct TrainRun {
         options(o),
         corpus(data),
         paths{o.run_dir},
-        model(c.model, data.vocab.size()),
+        device(resolve_device(c.train.device, "train.device")),
+        model(model_on(c.model, data.vocab.size(), device)),
         optimizer(model->parameters(),
                   torch::optim::AdamWOptions(c.train.lr).weight_decay(c.train.weight_decay)),
         batcher(data.train, c.train.batch_size, c.train.tgt_len),
-        generator(at::detail::getDefaultCPUGenerator()),
+        generator(default_generator(device)),
         tokens_per_step(c.train.batch_size * c.train.tgt_len),
         dist(o.dist),
         root(o.dist == nullptr || o.dist->is_root()),
@@ -60,13 +70,14 @@ struct TrainRun {
   const TrainOptions& options;
   const Corpus& corpus;
   RunPaths paths;
+  torch::Device device;  // train.device: where the model, its batches and memory live
   TransformerLM model;
   torch::optim::AdamW optimizer;
   StreamBatcher batcher;
   TrainState state;
   Memory memory;                      // [B, M, C] per layer, carried across segments
   std::optional<MetricsLog> metrics;  // opened only after a resume has truncated the file
-  at::Generator generator;            // the CPU generator that dropout draws from
+  at::Generator generator;            // the device's generator, which dropout draws from
   std::vector<int64_t> inject_nan;    // testing hooks, see trainer.h
   std::vector<int64_t> inject_stop;
   int64_t tokens_per_step;            // B * Q
@@ -153,11 +164,12 @@ void start_run(TrainRun& run, int threads) {
   if (run.options.resume) restore_run(run);
   if (run.root) {
     fmt::print(stderr,
-               "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {}{} | "
-               "{}\n",
+               "model: {} parameters | {} | {} layers, d_model {}, {} heads x {} | threads {}{}{} "
+               "| {}\n",
                count_parameters(*run.model), to_string(config.model.pos_encoding),
                config.model.n_layer, config.model.d_model, config.model.n_head, config.model.d_head,
                threads, run.world > 1 ? fmt::format(" x {} processes", run.world) : "",
+               run.device.is_cpu() ? "" : " | on " + run.device.str(),
                to_string(config.train.precision));
     run.metrics.emplace(run.paths.metrics());
   }
@@ -201,7 +213,7 @@ StepOutcome forward_backward(TrainRun& run) {
   out.step = run.state.step + 1;
   const auto segment = run.batcher.next(segment_length(tc, out.step));
   if (segment.starts_epoch) run.memory = Memory{};
-  const torch::Tensor inputs = local_rows(run.dist, segment.inputs);  // [B / world, Q]
+  const torch::Tensor inputs = local_rows(run.dist, segment.inputs).to(run.device);  // [B / w, Q]
   seed_dropout(run.dist, run.generator, tc.seed, out.step);
   out.lr = learning_rate(tc, out.step);
   for (auto& group : run.optimizer.param_groups()) {
@@ -210,9 +222,9 @@ StepOutcome forward_backward(TrainRun& run) {
 
   torch::Tensor loss;
   {
-    AutocastGuard autocast(tc.precision);
+    AutocastGuard autocast(tc.precision, run.device);
     ForwardOptions fwd;
-    fwd.targets = local_rows(run.dist, segment.targets);
+    fwd.targets = local_rows(run.dist, segment.targets).to(run.device);
     fwd.keep_memory = run.model->has_memory() ? tc.mem_len : 0;
     auto result = run.model->forward(inputs, run.memory, fwd);
     loss = result.nll.mean();  // []
@@ -409,6 +421,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   }();
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here
+  prepare_device(run.device);
   run.inject_nan = std::move(inject_nan);
   run.inject_stop = std::move(inject_stop);
   start_run(run, threads);

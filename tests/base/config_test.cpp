@@ -77,6 +77,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.train.eval_interval, b.train.eval_interval);
   EXPECT_EQ(a.train.eval_max_tokens, b.train.eval_max_tokens);
   EXPECT_EQ(a.train.threads, b.train.threads);
+  EXPECT_EQ(a.train.device, b.train.device);
   EXPECT_EQ(a.train.precision, b.train.precision);
   EXPECT_EQ(a.train.skip_nonfinite, b.train.skip_nonfinite);
   EXPECT_EQ(a.eval.lengths, b.eval.lengths);
@@ -120,6 +121,7 @@ Config all_changed() {
   c.train.eval_interval = 0;
   c.train.eval_max_tokens = 999;
   c.train.threads = 2;
+  c.train.device = "cuda:1";  // a name only: configs do not look at the machine
   c.train.precision = Precision::kBf16;
   c.train.skip_nonfinite = true;
   c.eval.lengths = {16, 32};
@@ -129,16 +131,16 @@ Config all_changed() {
 }
 
 const std::vector<std::string> kAllKeys = {
-    "data.dir",           "data.tokenizer",     "data.min_freq",        "data.max_vocab",
-    "data.vocab_size",    "model.pos_encoding", "model.n_layer",        "model.d_model",
-    "model.n_head",       "model.d_head",       "model.d_inner",        "model.dropout",
-    "model.dropatt",      "model.pre_norm",     "model.tie_weights",    "model.clamp_len",
-    "model.max_rel_dist", "model.init_std",     "train.tgt_len",        "train.tgt_len_max",
-    "train.mem_len",      "train.batch_size",   "train.max_steps",      "train.lr",
-    "train.warmup_steps", "train.min_lr_ratio", "train.weight_decay",   "train.clip",
-    "train.seed",         "train.log_interval", "train.eval_interval",  "train.eval_max_tokens",
-    "train.threads",      "train.precision",    "train.skip_nonfinite", "eval.lengths",
-    "eval.split",         "eval.batch_tokens"};
+    "data.dir",           "data.tokenizer",     "data.min_freq",       "data.max_vocab",
+    "data.vocab_size",    "model.pos_encoding", "model.n_layer",       "model.d_model",
+    "model.n_head",       "model.d_head",       "model.d_inner",       "model.dropout",
+    "model.dropatt",      "model.pre_norm",     "model.tie_weights",   "model.clamp_len",
+    "model.max_rel_dist", "model.init_std",     "train.tgt_len",       "train.tgt_len_max",
+    "train.mem_len",      "train.batch_size",   "train.max_steps",     "train.lr",
+    "train.warmup_steps", "train.min_lr_ratio", "train.weight_decay",  "train.clip",
+    "train.seed",         "train.log_interval", "train.eval_interval", "train.eval_max_tokens",
+    "train.threads",      "train.device",       "train.precision",     "train.skip_nonfinite",
+    "eval.lengths",       "eval.split",         "eval.batch_tokens"};
 
 const json& at_path(const json& j, const std::string& path) {
   const size_t dot = path.find('.');

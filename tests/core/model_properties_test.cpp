@@ -274,7 +274,7 @@ TEST_P(Bf16Autocast, LossAndGradientCloseToFloat32) {
     model->zero_grad();
     torch::Tensor nll;
     {
-      AutocastGuard autocast(precision);
+      AutocastGuard autocast(precision, torch::kCPU);
       nll = model->forward(tokens, mem, opts).nll;  // [B, Q] float32
     }
     nll.mean().backward();

@@ -19,6 +19,7 @@ struct EvalCliOptions {
   std::string method = "nonoverlap";
   std::string checkpoint = "best";
   std::string precision = "fp32";
+  std::string device = "cpu";
   std::string json_path;
   // Unset: the default (L/2, the evaluated length, the run's model.clamp_len). Optional so
   // that no number given on the command line can stand for "the default" by accident.

@@ -54,6 +54,11 @@ TokenizerKind parse_tokenizer_kind(const std::string& name, const std::string& k
 PosEncoding parse_pos_encoding(const std::string& name, const std::string& key_path);
 Precision parse_precision(const std::string& name, const std::string& key_path);
 
+// Device names (train.device, --device; platform/device.h resolves them on a machine): cpu,
+// cuda, cuda:N, auto. device_cuda_index: N of cuda:N, -1 for cuda, -2 for anything else.
+bool is_device_name(const std::string& name);
+int device_cuda_index(const std::string& name);
+
 struct DataConfig {
   std::string dir;  // required: folder with train.txt, valid.txt, test.txt
   // "char" (code points) | "word" (whitespace + <eos>) | "bpe" | "unigram" (subwords
@@ -100,6 +105,7 @@ struct TrainConfig {
   int64_t eval_interval = 200;  // steps between validations (0 = only at the end)
   int64_t eval_max_tokens = 0;  // cap on validation tokens per evaluation (0 = whole split)
   int64_t threads = 0;          // 0 = all cores
+  std::string device = "cpu";   // "cpu" | "cuda" | "cuda:N" | "auto" (platform/device.h)
   Precision precision = Precision::kFp32;  // "fp32" | "bf16" (CPU autocast; weights stay fp32)
   bool skip_nonfinite = false;             // true: skip (and count) steps whose loss or gradient
                                            // norm is NaN/Inf; false: stop with a checkpoint

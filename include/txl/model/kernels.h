@@ -1,6 +1,7 @@
 // Faster equivalents of LibTorch 1.13 CPU operations the model spends its time in. Each
 // computes the same mathematical function as the operation it replaces (tests compare
 // them); they differ in how the work is spread over threads and memory.
+// On other devices (CUDA) each calls the LibTorch operation it replaces.
 #pragma once
 
 #include <torch/torch.h>

@@ -63,6 +63,8 @@ class TransformerLMImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
   int64_t vocab_size() const { return vocab_size_; }
   bool has_memory() const { return encoding_traits(config_.pos_encoding).takes_memory; }
+  // Where the weights are (module->to(device) moves them); inputs must be there too.
+  torch::Device device() const { return embedding->weight.device(); }
 
   torch::nn::Embedding embedding{nullptr};
   std::shared_ptr<PositionInputImpl> position;  // the encoding's input side (no weights for most)

@@ -3,6 +3,8 @@
 // Version-specific LibTorch calls live here only (autocast's API changed in 2.x).
 #pragma once
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <string>
 
@@ -54,18 +56,19 @@ int logical_cores();
 // 0 = every core. Returns the thread count in effect.
 int set_threads(int64_t requested);
 
-// Enables CPU autocast to bf16 for its lifetime when precision is bf16; fp32 is a no-op.
-// The first bf16 guard of a process warns (once) when this CPU emulates bf16 (cpu.h):
-// txl does not refuse bf16 there, but says what it costs.
+// Enables autocast to bf16 on the device's type (CPU or CUDA) for its lifetime when precision
+// is bf16; fp32 is a no-op. The first CPU bf16 guard of a process warns (once) when this CPU
+// emulates bf16 (cpu.h): txl does not refuse bf16 there, but says what it costs.
 class AutocastGuard {
  public:
-  explicit AutocastGuard(Precision precision);
+  AutocastGuard(Precision precision, const c10::Device& device);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
   bool enabled_ = false;
+  c10::DeviceType type_ = c10::DeviceType::CPU;
   bool previous_ = false;
 };
 

@@ -76,8 +76,9 @@ struct LoadedRun {
 // which: "best" (falls back to the last checkpoint when no best exists) or "last".
 // A missing directory, config, vocabulary or checkpoint, a damaged checkpoint, or one whose
 // model configuration or vocabulary differs from config.json / vocab.json, throws InputError
-// naming the file.
-LoadedRun load_run(const std::string& dir, const std::string& which = "best");
+// naming the file. The model is on `device` (platform/device.h resolves a name).
+LoadedRun load_run(const std::string& dir, const std::string& which = "best",
+                   const torch::Device& device = torch::kCPU);
 
 // The checkpoint file load_run(dir, which) reads: best.pt, or checkpoint.pt for "last" or
 // when no best.pt exists. `which` is a checkpoint choice name (config.h): best or last.

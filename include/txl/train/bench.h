@@ -56,9 +56,10 @@ struct StepPhases {
 };
 
 struct BenchResult {
-  std::string cpu_model;     // the CPU every figure below comes from
-  std::string cpu_flags;     // as txl sees them (cpu.h)
-  std::string bf16_support;  // matrix units, vector instructions or emulated
+  std::string device = "cpu";  // where the model ran (train.device, resolved)
+  std::string cpu_model;       // the CPU every figure below comes from
+  std::string cpu_flags;       // as txl sees them (cpu.h)
+  std::string bf16_support;    // matrix units, vector instructions or emulated
   std::string precision;
   int threads = 0;
   std::string pos_encoding;

@@ -53,9 +53,9 @@ RelativeSinusoidInput::RelativeSinusoidInput(int64_t d_model, double dropout)
 torch::Tensor RelativeSinusoidInput::apply(const torch::Tensor& h, int64_t mem_len,
                                            PositionContext& pos) {
   const int64_t key_len = mem_len + h.size(1);
-  pos.sinusoids =
-      apply_dropout(relative_sinusoids(key_len, d_model_, pos.clamp_len).to(h.device()), dropout_,
-                    is_training());  // [K, C]
+  pos.sinusoids = apply_dropout(relative_sinusoids(key_len, d_model_, pos.clamp_len,
+                                                   torch::TensorOptions().device(h.device())),
+                                dropout_, is_training());  // [K, C], computed where h is
   return h;
 }
 
@@ -73,11 +73,13 @@ int64_t LearnedRelativeScore::table_row(int64_t distance) const {
 
 torch::Tensor LearnedRelativeScore::distance_keys(int64_t key_len, const PositionContext& pos) {
   // Distances K-1 .. 0, clamped to the table (and to clamp_len when set).
-  auto distances = torch::arange(key_len - 1, -1, -1, torch::kLong);  // [K]
+  auto distances =
+      torch::arange(key_len - 1, -1, -1,
+                    torch::TensorOptions().dtype(torch::kLong).device(table.device()));  // [K]
   int64_t cap = max_rel_dist - 1;
   if (pos.clamp_len > 0) cap = std::min(cap, pos.clamp_len);
   auto rows = distances.clamp_max(cap) + (max_rel_dist - 1);  // [K]
-  auto t = table.index_select(0, rows.to(table.device()));    // [K, D]
+  auto t = table.index_select(0, rows);                       // [K, D]
   // r[h, k, :] = P_h^T-free convention: r = t @ P_h                         -> [H, K, D]
   return torch::matmul(t.unsqueeze(0), projection);
 }

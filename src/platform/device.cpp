@@ -1,0 +1,65 @@
+#include "txl/platform/device.h"
+
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+
+#include "txl/config/config.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+const char* const kAllowed = "cpu, cuda, cuda:N (N = 0, 1, ...) or auto";
+
+std::string no_cuda_message(const std::string& name, const std::string& source) {
+  return source + " " + name +
+         ": this LibTorch has no CUDA device (it was built without CUDA, as Debian's "
+         "libtorch-dev is, or no GPU is visible: check nvidia-smi and CUDA_VISIBLE_DEVICES); "
+         "use cpu, or build txl against a CUDA LibTorch (README, \"GPUs\")";
+}
+
+}  // namespace
+
+torch::Device resolve_device(const std::string& name, const std::string& source) {
+  if (!is_device_name(name)) {
+    throw InputError(source + " \"" + name + "\" is not a device; expected " + kAllowed);
+  }
+  if (name == "cpu") return torch::kCPU;
+  const bool cuda = torch::cuda::is_available();
+  if (name == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  if (!cuda) throw InputError(no_cuda_message(name, source));
+  const int index = std::max(0, device_cuda_index(name));
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count) {
+    throw InputError(source + " " + name + ": this machine has " + std::to_string(count) +
+                     " CUDA device(s), cuda:0 to cuda:" + std::to_string(count - 1));
+  }
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
+}
+
+std::string describe_devices() {
+  if (!torch::cuda::is_available()) return "cpu; no CUDA device in this LibTorch";
+  std::string out = "cpu";
+  const auto count = torch::cuda::device_count();
+  for (size_t i = 0; i < count; ++i) out += (i == 0 ? "; cuda:" : ", cuda:") + std::to_string(i);
+  return out;
+}
+
+void prepare_device(const torch::Device& device) {
+  if (!device.is_cuda()) return;
+  at::globalContext().setAllowTF32CuBLAS(true);
+  at::globalContext().setAllowTF32CuDNN(true);
+}
+
+at::Generator default_generator(const torch::Device& device) {
+  return at::globalContext().defaultGenerator(device);
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+}  // namespace txl
