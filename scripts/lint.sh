@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Static checks of the tree: bash -n and shellcheck over every shell script, the include
-# layers (scripts/check_layers.sh), clang-format (the checked-in .clang-format) over every
-# C++ file. Installs shellcheck and clang-format
-# from Debian when missing. Exits non-zero, naming the files, when a check fails.
+# layers (scripts/check_layers.sh), function and file lengths (scripts/check_lengths.sh),
+# clang-format (the checked-in .clang-format) over every C++ file. Installs shellcheck,
+# clang-format and python3 (for check_lengths) from Debian when missing. Exits non-zero,
+# naming the files, when a check fails.
 # Usage: scripts/lint.sh [--fix]   (--fix rewrites unformatted C++ files in place)
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
@@ -16,7 +17,7 @@ case "${1:-}" in
   *) echo "error: unknown argument '$1' (expected --fix or nothing)" >&2; exit 2 ;;
 esac
 
-ensure_packages lint shellcheck clang-format
+ensure_packages lint shellcheck clang-format python3
 
 shell_files=(scripts/*.sh data/*.sh .ci/run)
 # The tracked C++ files; every C++ file under the source folders where there is no git.
@@ -37,6 +38,7 @@ fi
 echo "[lint] ${#shell_files[@]} shell scripts checked"
 
 bash scripts/check_layers.sh || failed=1
+bash scripts/check_lengths.sh || failed=1
 
 if [[ $fix -eq 1 ]]; then
   clang-format -i "${cpp_files[@]}"

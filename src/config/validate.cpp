@@ -89,16 +89,7 @@ void validate_data(const DataConfig& data) {
   }
 }
 
-}  // namespace
-
-void validate(const Config& config) {
-  const DataConfig& data = config.data;
-  const ModelConfig& model = config.model;
-  const TrainConfig& train = config.train;
-  const EvalConfig& eval = config.eval;
-
-  validate_data(data);
-
+void validate_model(const ModelConfig& model) {
   require_at_least("model.n_layer", model.n_layer, 1);
   require_at_least("model.d_model", model.d_model, 1);
   require_at_least("model.n_head", model.n_head, 1);
@@ -119,7 +110,9 @@ void validate(const Config& config) {
                      " * " + std::to_string(model.d_head) +
                      (overflow ? " overflows 64 bits" : " = " + std::to_string(product)) + ")");
   }
+}
 
+void validate_train(const TrainConfig& train) {
   require_at_least("train.tgt_len", train.tgt_len, 1);
   if (train.tgt_len_max != 0 && train.tgt_len_max < train.tgt_len) {
     throw InputError("train.tgt_len_max (" + std::to_string(train.tgt_len_max) +
@@ -148,8 +141,9 @@ void validate(const Config& config) {
     throw InputError("train.device (\"" + train.device +
                      "\") is not a device; expected cpu, cuda, cuda:N (N = 0, 1, ...) or auto");
   }
-  validate_encoding(model, train);
+}
 
+void validate_eval(const EvalConfig& eval) {
   if (eval.lengths.empty()) {
     throw InputError("eval.lengths is empty; list at least one window length, e.g. [128]");
   }
@@ -159,6 +153,18 @@ void validate(const Config& config) {
   }
   parse_eval_split(eval.split, "eval.split");
   require_at_least("eval.batch_tokens", eval.batch_tokens, 1);
+}
+
+}  // namespace
+
+// The sections in file order, except that the encoding's rules (which read model and train)
+// come after train's ranges: the first rule broken is the one reported.
+void validate(const Config& config) {
+  validate_data(config.data);
+  validate_model(config.model);
+  validate_train(config.train);
+  validate_encoding(config.model, config.train);
+  validate_eval(config.eval);
 }
 
 }  // namespace txl

@@ -6,8 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "txl/data/tokenizer.h"
@@ -48,12 +51,86 @@ void report(const std::string& source, size_t done, size_t total, double seconds
              static_cast<int>(left) / 60, static_cast<int>(left) % 60);
 }
 
+// One chunked tokenizing: the chunks, what the workers fill in (one slot per chunk, so the
+// ids keep the text's order) and how far they are.
+struct ChunkedEncode {
+  ChunkedEncode(std::vector<std::string_view> chunks_in, const Vocab& vocab_in,
+                const std::string& source_in)
+      : chunks(std::move(chunks_in)),
+        vocab(vocab_in),
+        source(source_in),
+        ids(chunks.size()),
+        unknown(chunks.size(), 0) {}
+
+  const std::vector<std::string_view> chunks;
+  const Vocab& vocab;
+  const std::string& source;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<int64_t> unknown;
+  std::atomic<size_t> next{0};  // the next chunk no worker has taken
+  std::atomic<size_t> bytes_done{0};
+  std::atomic<size_t> finished{0};  // workers done
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+};
+
+// One worker: encodes the chunks no other worker has taken until none is left. A failure
+// stops every worker; the first is kept for the caller.
+void encode_chunks(ChunkedEncode& job) {
+  try {
+    for (size_t i = job.next++; i < job.chunks.size(); i = job.next++) {
+      EncodeStats stats;
+      job.ids[i] = encode(job.chunks[i], job.vocab, job.source, &stats);
+      job.unknown[i] = stats.unknown;
+      job.bytes_done += job.chunks[i].size();
+    }
+  } catch (...) {
+    const std::lock_guard<std::mutex> lock(job.failure_mutex);
+    if (!job.failure) job.failure = std::current_exception();  // the first error is enough
+    job.next = job.chunks.size();
+  }
+  ++job.finished;
+}
+
+size_t worker_count(const TokenizeOptions& options, size_t chunks) {
+  const int cores =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  return static_cast<size_t>(std::clamp<int>(cores, 1, static_cast<int>(chunks)));
+}
+
+// Returns once `workers` workers have finished; reports progress on the way when asked to.
+void wait_reporting(const ChunkedEncode& job, size_t workers, size_t text_bytes, bool progress) {
+  const auto start = Clock::now();
+  double next_report = kFirstReportSeconds;
+  while (job.finished < workers) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (progress && seconds >= next_report && job.finished < workers) {
+      report(job.source, job.bytes_done, text_bytes, seconds);
+      next_report = seconds + kReportEverySeconds;
+    }
+  }
+}
+
+// The chunks' ids one after the other, and their unknown tokens summed.
+TokenizedSplit joined(const ChunkedEncode& job) {
+  TokenizedSplit out;
+  size_t total = 0;
+  for (const auto& c : job.ids) total += c.size();
+  out.ids.reserve(total);
+  for (size_t i = 0; i < job.chunks.size(); ++i) {
+    out.ids.insert(out.ids.end(), job.ids[i].begin(), job.ids[i].end());
+    out.unknown += job.unknown[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 TokenizedSplit tokenize_text(std::string_view text, const Vocab& vocab, const std::string& source,
                              const TokenizeOptions& options) {
-  TokenizedSplit out;
   if (text.size() <= options.chunk_bytes) {
+    TokenizedSplit out;
     EncodeStats stats;
     out.ids = encode(text, vocab, source, &stats);
     out.unknown = stats.unknown;
@@ -61,58 +138,14 @@ TokenizedSplit tokenize_text(std::string_view text, const Vocab& vocab, const st
   }
   // Checked whole first, so an error names the offset in the file, not in a chunk.
   check_utf8(text, source);
-  const auto chunks = line_chunks(text, options.chunk_bytes);
-  std::vector<std::vector<int32_t>> ids(chunks.size());
-  std::vector<int64_t> unknown(chunks.size(), 0);
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> bytes_done{0};
-  const auto work = [&] {
-    for (size_t i = next++; i < chunks.size(); i = next++) {
-      EncodeStats stats;
-      ids[i] = encode(chunks[i], vocab, source, &stats);
-      unknown[i] = stats.unknown;
-      bytes_done += chunks[i].size();
-    }
-  };
-  const int cores =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const auto n = static_cast<size_t>(std::clamp<int>(cores, 1, static_cast<int>(chunks.size())));
+  ChunkedEncode job(line_chunks(text, options.chunk_bytes), vocab, source);
+  const size_t n = worker_count(options, job.chunks.size());
   std::vector<std::thread> workers;
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  std::atomic<size_t> finished{0};
-  for (size_t t = 0; t < n; ++t) {
-    workers.emplace_back([&] {
-      try {
-        work();
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();  // the first error is enough
-        next = chunks.size();
-      }
-      ++finished;
-    });
-  }
-  const auto start = Clock::now();
-  double next_report = kFirstReportSeconds;
-  while (finished < n) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (options.progress && seconds >= next_report && finished < n) {
-      report(source, bytes_done, text.size(), seconds);
-      next_report = seconds + kReportEverySeconds;
-    }
-  }
+  for (size_t t = 0; t < n; ++t) workers.emplace_back(encode_chunks, std::ref(job));
+  wait_reporting(job, n, text.size(), options.progress);
   for (auto& w : workers) w.join();
-  if (failure) std::rethrow_exception(failure);
-  size_t total = 0;
-  for (const auto& c : ids) total += c.size();
-  out.ids.reserve(total);
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    out.ids.insert(out.ids.end(), ids[i].begin(), ids[i].end());
-    out.unknown += unknown[i];
-  }
-  return out;
+  if (job.failure) std::rethrow_exception(job.failure);
+  return joined(job);
 }
 
 }  // namespace txl

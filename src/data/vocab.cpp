@@ -52,6 +52,86 @@ std::shared_ptr<const SubwordModel> read_subword_model(const nlohmann::json& j,
   return SubwordModel::load(std::move(bytes), path);
 }
 
+// A problem with a vocab.json, named by its source.
+InputError vocab_error(const std::string& source, const std::string& what) {
+  return InputError(source + ": " + what);
+}
+
+// Known keys only, then the format and version this build reads.
+void check_vocab_header(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw vocab_error(source, "a vocabulary must be a JSON object");
+  for (const auto& item : j.items()) {
+    const auto& k = item.key();
+    if (k != "format" && k != "version" && k != "tokenizer" && k != "tokens" && k != "model" &&
+        k != "model_xxh64") {
+      throw vocab_error(source, "unknown key \"" + k +
+                                    "\" (allowed: format, version, tokenizer, tokens, model, "
+                                    "model_xxh64)");
+    }
+  }
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != kVocabFormat) {
+    throw vocab_error(source, "not a txl vocabulary: \"format\" must be \"" +
+                                  std::string(kVocabFormat) + "\"" +
+                                  (format == j.end() ? " (missing)" : ", got " + format->dump()));
+  }
+  const auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() || *version != kVocabVersion) {
+    throw vocab_error(source,
+                      "unsupported vocabulary version " +
+                          (version == j.end() ? std::string("(missing)") : version->dump()) +
+                          ", this build reads version " + std::to_string(kVocabVersion));
+  }
+}
+
+TokenizerKind read_vocab_tokenizer(const nlohmann::json& j, const std::string& source) {
+  const auto tokenizer = j.find("tokenizer");
+  const std::string name = tokenizer == j.end()     ? "(missing)"
+                           : tokenizer->is_string() ? tokenizer->get<std::string>()
+                                                    : tokenizer->dump();
+  try {
+    return parse_tokenizer_kind(name, "\"tokenizer\"");
+  } catch (const InputError& e) {
+    throw vocab_error(source, e.what());
+  }
+}
+
+// "tokens": distinct strings the tokenizer accepts, with <unk> (and <eos> where the tokenizer
+// ends lines with it).
+std::vector<std::string> read_vocab_tokens(const nlohmann::json& j, TokenizerKind kind,
+                                           const std::string& source) {
+  const TokenizerDef& def = tokenizer_def(kind);
+  const auto tokens_it = j.find("tokens");
+  if (tokens_it == j.end() || !tokens_it->is_array()) {
+    throw vocab_error(source, "\"tokens\" must be an array of strings");
+  }
+  std::vector<std::string> tokens;
+  tokens.reserve(tokens_it->size());
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i = 0; i < tokens_it->size(); ++i) {
+    const auto& t = (*tokens_it)[i];
+    const std::string where = "tokens[" + std::to_string(i) + "]";
+    if (!t.is_string()) throw vocab_error(source, where + " must be a string, got " + t.dump());
+    const auto& s = t.get_ref<const std::string&>();
+    const std::string problem = def.token_problem(s, source);
+    if (!problem.empty()) throw vocab_error(source, where + " " + problem);
+    const auto [it, fresh] = seen.emplace(s, i);
+    if (!fresh) {
+      throw vocab_error(
+          source, where + " \"" + s + "\" duplicates tokens[" + std::to_string(it->second) + "]");
+    }
+    tokens.push_back(s);
+  }
+  if (seen.count(kUnkToken) == 0) {
+    throw vocab_error(source, "\"tokens\" lacks " + std::string(kUnkToken));
+  }
+  if (def.eos_per_line && seen.count(kEosToken) == 0) {
+    throw vocab_error(source, "\"tokens\" lacks " + std::string(kEosToken) + " (required by the " +
+                                  to_string(kind) + " tokenizer)");
+  }
+  return tokens;
+}
+
 }  // namespace
 
 Vocab::Vocab(TokenizerKind kind, std::shared_ptr<const SubwordModel> model)
@@ -114,67 +194,14 @@ nlohmann::json Vocab::to_json() const {
 }
 
 Vocab Vocab::from_json(const nlohmann::json& j, const std::string& source) {
-  const auto bad = [&](const std::string& what) { return InputError(source + ": " + what); };
-  if (!j.is_object()) throw bad("a vocabulary must be a JSON object");
-  for (const auto& item : j.items()) {
-    const auto& k = item.key();
-    if (k != "format" && k != "version" && k != "tokenizer" && k != "tokens" && k != "model" &&
-        k != "model_xxh64") {
-      throw bad("unknown key \"" + k +
-                "\" (allowed: format, version, tokenizer, tokens, model, model_xxh64)");
-    }
-  }
-  const auto format = j.find("format");
-  if (format == j.end() || !format->is_string() || *format != kVocabFormat) {
-    throw bad("not a txl vocabulary: \"format\" must be \"" + std::string(kVocabFormat) + "\"" +
-              (format == j.end() ? " (missing)" : ", got " + format->dump()));
-  }
-  const auto version = j.find("version");
-  if (version == j.end() || !version->is_number_integer() || *version != kVocabVersion) {
-    throw bad("unsupported vocabulary version " +
-              (version == j.end() ? std::string("(missing)") : version->dump()) +
-              ", this build reads version " + std::to_string(kVocabVersion));
-  }
-  const auto tokenizer = j.find("tokenizer");
-  const std::string name = tokenizer == j.end()     ? "(missing)"
-                           : tokenizer->is_string() ? tokenizer->get<std::string>()
-                                                    : tokenizer->dump();
-  TokenizerKind kind;
-  try {
-    kind = parse_tokenizer_kind(name, "\"tokenizer\"");
-  } catch (const InputError& e) {
-    throw bad(e.what());
-  }
-  const TokenizerDef& def = tokenizer_def(kind);
-  const auto tokens_it = j.find("tokens");
-  if (tokens_it == j.end() || !tokens_it->is_array()) {
-    throw bad("\"tokens\" must be an array of strings");
-  }
-  std::vector<std::string> tokens;
-  tokens.reserve(tokens_it->size());
-  std::unordered_map<std::string, size_t> seen;
-  for (size_t i = 0; i < tokens_it->size(); ++i) {
-    const auto& t = (*tokens_it)[i];
-    const std::string where = "tokens[" + std::to_string(i) + "]";
-    if (!t.is_string()) throw bad(where + " must be a string, got " + t.dump());
-    const auto& s = t.get_ref<const std::string&>();
-    const std::string problem = def.token_problem(s, source);
-    if (!problem.empty()) throw bad(where + " " + problem);
-    const auto [it, fresh] = seen.emplace(s, i);
-    if (!fresh) {
-      throw bad(where + " \"" + s + "\" duplicates tokens[" + std::to_string(it->second) + "]");
-    }
-    tokens.push_back(s);
-  }
-  if (seen.count(kUnkToken) == 0) throw bad("\"tokens\" lacks " + std::string(kUnkToken));
-  if (def.eos_per_line && seen.count(kEosToken) == 0) {
-    throw bad("\"tokens\" lacks " + std::string(kEosToken) + " (required by the " +
-              to_string(kind) + " tokenizer)");
-  }
-  if (!def.subword) return Vocab(kind, std::move(tokens));
+  check_vocab_header(j, source);
+  const TokenizerKind kind = read_vocab_tokenizer(j, source);
+  std::vector<std::string> tokens = read_vocab_tokens(j, kind, source);
+  if (!tokenizer_def(kind).subword) return Vocab(kind, std::move(tokens));
   auto model = read_subword_model(j, source);
   if (model->pieces() != tokens) {
-    throw bad(std::string("\"tokens\" differ from the pieces of ") + kSubwordModelFile);
+    throw vocab_error(source,
+                      std::string("\"tokens\" differ from the pieces of ") + kSubwordModelFile);
   }
   return Vocab(kind, std::move(model));
 }

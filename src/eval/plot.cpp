@@ -60,42 +60,34 @@ struct TempDir {
   }
 };
 
-}  // namespace
-
-std::string find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return "";
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
-    if (is_regular_file(candidate) && access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
-                           const std::string& png_path, const std::string& svg_path) {
+// The range the series cover (error bars included) and the distinct x values, sorted.
+struct PlotExtent {
   double ymin = 0, ymax = 0;
-  bool first = true;
   int64_t xmin = 0, xmax = 0;
   std::vector<int64_t> xs;
+};
+
+PlotExtent plot_extent(const PlotSpec& spec) {
+  PlotExtent e;
+  bool first = true;
   for (const auto& s : spec.series) {
     for (size_t i = 0; i < s.y.size(); ++i) {
       const double lo = s.lo.empty() ? s.y[i] : s.lo[i], hi = s.hi.empty() ? s.y[i] : s.hi[i];
-      ymin = first ? lo : std::min(ymin, lo);
-      ymax = first ? hi : std::max(ymax, hi);
-      xmin = first ? s.x[i] : std::min(xmin, s.x[i]);
-      xmax = first ? s.x[i] : std::max(xmax, s.x[i]);
+      e.ymin = first ? lo : std::min(e.ymin, lo);
+      e.ymax = first ? hi : std::max(e.ymax, hi);
+      e.xmin = first ? s.x[i] : std::min(e.xmin, s.x[i]);
+      e.xmax = first ? s.x[i] : std::max(e.xmax, s.x[i]);
       first = false;
-      xs.push_back(s.x[i]);
+      e.xs.push_back(s.x[i]);
     }
   }
-  std::sort(xs.begin(), xs.end());
-  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  const bool log_y = ymin > 0 && ymax / ymin > 10.0;
+  std::sort(e.xs.begin(), e.xs.end());
+  e.xs.erase(std::unique(e.xs.begin(), e.xs.end()), e.xs.end());
+  return e;
+}
 
+// Title, axis labels, scales and ranges.
+std::string axes_script(const PlotSpec& spec, const PlotExtent& extent, bool log_y) {
   std::string s;
   s += "set encoding utf8\n";
   s += "set termoption noenhanced\n";
@@ -106,15 +98,22 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
   if (spec.log_x) s += "set logscale x 2\n";
   if (log_y) s += "set logscale y 10\n";
   // Ticks exactly at the evaluated lengths, with some room on both sides of them.
+  const std::vector<int64_t>& xs = extent.xs;
   std::string tics;
   for (size_t i = 0; i < xs.size(); ++i)
     tics += fmt::format("{}\"{}\" {}", i ? ", " : "", xs[i], xs[i]);
   if (!xs.empty() && spec.log_x) {
     s += fmt::format("set xtics ({})\n", tics);
-    s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(xmin) / 1.4,
-                     static_cast<double>(xmax) * 1.4);
+    s += fmt::format("set xrange [{}:{}]\n", static_cast<double>(extent.xmin) / 1.4,
+                     static_cast<double>(extent.xmax) * 1.4);
   }
   if (!spec.log_x && spec.x_max > 0) s += fmt::format("set xrange [0:{}]\n", spec.x_max);
+  return s;
+}
+
+// Grid, legend, and a dashed vertical line with its label at each mark.
+std::string key_and_marks_script(const PlotSpec& spec) {
+  std::string s;
   s += "set grid xtics ytics lc rgb '#dddddd'\n";
   // Outside the plot area: a legend inside would cover the lines wherever they happen to run.
   s += "set key outside right top vertical box\n";
@@ -131,6 +130,11 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
     s += fmt::format("set label {} at {}, graph 1 center offset 0,0.8 tc rgb '#555555'\n",
                      gp_quote(text), m);
   }
+  return s;
+}
+
+// The plot command: one line per series (with its band or error bars), ending in a newline.
+std::string plot_command(const PlotSpec& spec, const std::string& data_path) {
   // gnuplot's default colours repeat after eight series; a study compares ten encodings and
   // more. Twelve distinct colours (Tableau 10 plus black and light blue), a point shape per
   // series, dashes once the colours come round again.
@@ -162,6 +166,13 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
                     1 + i / kNColours, gp_quote(spec.series[i].label));
   }
   plot += "\n";
+  return plot;
+}
+
+// The plot drawn to the PNG (pngcairo where this gnuplot has it) and, when asked, the SVG.
+std::string output_script(const std::string& plot, const std::string& png_path,
+                          const std::string& svg_path) {
+  std::string s;
   s += "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
        "  set terminal pngcairo size 1100,700 font 'sans,12' noenhanced\n"
        "} else {\n"
@@ -177,6 +188,29 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
     s += "set output\n";
   }
   return s;
+}
+
+}  // namespace
+
+std::string find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + program;
+    if (is_regular_file(candidate) && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
+                           const std::string& png_path, const std::string& svg_path) {
+  const PlotExtent extent = plot_extent(spec);
+  const bool log_y = extent.ymin > 0 && extent.ymax / extent.ymin > 10.0;
+  return axes_script(spec, extent, log_y) + key_and_marks_script(spec) +
+         output_script(plot_command(spec, data_path), png_path, svg_path);
 }
 
 void write_plot(const PlotSpec& spec, const std::string& png_path, const std::string& svg_path) {

@@ -123,6 +123,56 @@ bool train_cell(const StudyCell& cell, const StudyPaths& paths, const std::atomi
   return true;
 }
 
+// One protocol's result at one length, as the cell file holds it.
+struct LengthResult {
+  json j;                 // the result, or {"length", "skipped": why the cell has none}
+  bool computed = false;  // evaluated now, not found in the cache
+};
+
+LengthResult evaluate_length(const StudyCell& cell, const LoadedRun& run,
+                             CachedEvaluator& evaluator, const StudyProtocol& protocol,
+                             int64_t length) {
+  const auto request = make_eval_request(protocol.settings, length, run.config.eval.batch_tokens,
+                                         training_length(run.config));
+  const std::string reason = unavailable(run.model, run.config.model, request);
+  if (!reason.empty()) return {json{{"length", length}, {"skipped", reason}}};
+  try {
+    check_eval_request(run.model, request);
+  } catch (const InputError& e) {
+    // A setting this cell cannot take at this length (an aid's factor past a learned
+    // table): n/a with the reason, like the other cells' n/a, instead of failing the study.
+    return {json{{"length", length}, {"skipped", e.what()}}};
+  }
+  bool cached = false;
+  EvalProgressPrinter progress(
+      fmt::format("[study] {} {} L={}", cell.name, protocol.label, length));
+  const EvalResult r = evaluator.evaluate(request, &cached, progress.callback());
+  fmt::print(stderr, "[study] {} {} L={}: ppl {:.3f} over {} tokens{}\n", cell.name, protocol.label,
+             length, r.ppl(), r.tokens, cached ? " (cached)" : "");
+  return {result_to_json(r), !cached};
+}
+
+// DIR/cells/<cell>.json: what the cell is, what it was evaluated with, every result and the
+// times saved so far.
+void write_cell_file(const StudySpec& spec, const StudyCell& cell, const StudyPaths& paths,
+                     const LoadedRun& run, const EncodeStats& split_stats, const json& protocols) {
+  const json times = saved_times(paths, cell.name);
+  const json j = {
+      {"name", cell.name},
+      {"group", cell.group},
+      {"seed", cell.seed},
+      {"overrides", cell.overrides},
+      {"config", config_to_json(cell.config)},
+      {"run_dir", paths.run_dir(cell.name)},
+      {"checkpoint_step", run.state.step},
+      {"bytes_per_token", bytes_per_token(split_stats)},
+      {"eval", study_eval_json(spec.eval)},
+      {"protocols", protocols},
+      {"timing",
+       {{"train_s", times.value("train_s", 0.0)}, {"eval_s", times.value("eval_s", 0.0)}}}};
+  write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
+}
+
 }  // namespace
 
 std::string to_string(CellState state) {
@@ -179,50 +229,16 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
         outcome.signal = stop->load();
         return outcome;
       }
-      const auto request = make_eval_request(
-          protocol.settings, length, run.config.eval.batch_tokens, training_length(run.config));
-      const std::string reason = unavailable(run.model, run.config.model, request);
-      if (!reason.empty()) {
-        results.push_back({{"length", length}, {"skipped", reason}});
-        continue;
-      }
-      try {
-        check_eval_request(run.model, request);
-      } catch (const InputError& e) {
-        // A setting this cell cannot take at this length (an aid's factor past a learned
-        // table): n/a with the reason, like the other cells' n/a, instead of failing the study.
-        results.push_back({{"length", length}, {"skipped", e.what()}});
-        continue;
-      }
-      bool cached = false;
-      EvalProgressPrinter progress(
-          fmt::format("[study] {} {} L={}", cell.name, protocol.label, length));
-      const EvalResult r = evaluator.evaluate(request, &cached, progress.callback());
-      computed = computed || !cached;
-      fmt::print(stderr, "[study] {} {} L={}: ppl {:.3f} over {} tokens{}\n", cell.name,
-                 protocol.label, length, r.ppl(), r.tokens, cached ? " (cached)" : "");
-      results.push_back(result_to_json(r));
+      LengthResult r = evaluate_length(cell, run, evaluator, protocol, length);
+      computed = computed || r.computed;
+      results.push_back(std::move(r.j));
     }
     protocols.push_back({{"label", protocol.label}, {"results", results}});
   }
   outcome.eval_seconds = seconds_since(start);
   save_times(paths, cell.name, 0.0,
              computed ? std::optional<double>(outcome.eval_seconds) : std::nullopt);
-  const json times = saved_times(paths, cell.name);
-  const json j = {
-      {"name", cell.name},
-      {"group", cell.group},
-      {"seed", cell.seed},
-      {"overrides", cell.overrides},
-      {"config", config_to_json(cell.config)},
-      {"run_dir", dir},
-      {"checkpoint_step", run.state.step},
-      {"bytes_per_token", bytes_per_token(split_stats)},
-      {"eval", study_eval_json(spec.eval)},
-      {"protocols", protocols},
-      {"timing",
-       {{"train_s", times.value("train_s", 0.0)}, {"eval_s", times.value("eval_s", 0.0)}}}};
-  write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
+  write_cell_file(spec, cell, paths, run, split_stats, protocols);
   return outcome;
 }
 

@@ -3,6 +3,8 @@
 // where this LibTorch has CUDA and sees a GPU, the model and a short training run on the GPU
 // against the same on the CPU. Without CUDA those GPU tests skip and say so; the CPU path and
 // the refusals are tested everywhere.
+#include "txl/platform/device.h"
+
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -15,7 +17,6 @@
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
 #include "txl/model/transformer.h"
-#include "txl/platform/device.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/error.h"
 
@@ -199,8 +200,9 @@ TEST_P(ModelOnCuda, LossMemoryAndGradientsMatchTheCpu) {
       for (const auto& p : model->parameters())
         if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}).cpu());
       return std::make_tuple(second.nll.detach().cpu(),
-                             memory ? second.memory.layers[0].detach().to(torch::kCPU, torch::kFloat32)
-                                    : torch::zeros({1}),
+                             memory
+                                 ? second.memory.layers[0].detach().to(torch::kCPU, torch::kFloat32)
+                                 : torch::zeros({1}),
                              torch::cat(grads));
     };
     const auto [nll_c, mem_c, grad_c] = run(cpu_model, torch::kCPU);
