@@ -50,16 +50,12 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   return batched_matmul(probs, v);  // [B, H, Q, D]
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor& memory,
-                                     const PositionContext& pos) {
-  const int64_t batch = h.size(0), query_len = h.size(1);
+std::array<torch::Tensor, 3> AttentionImpl::project(const torch::Tensor& x,
+                                                    const torch::Tensor& memory) {
+  const int64_t batch = x.size(0), query_len = x.size(1);
   const int64_t hd = n_head_ * d_head_;
-  const int64_t mem_len = memory.defined() ? memory.size(1) : 0;
-  const int64_t key_len = mem_len + query_len;
-
-  auto x = pre_norm_ ? norm(h) : h;  // [B, Q, C]
   torch::Tensor q, k, v;
-  if (mem_len == 0) {
+  if (!memory.defined() || memory.size(1) == 0) {
     // unbind, not three selects: its backward stacks the three gradients in one copy,
     // where each select's backward fills a zero tensor of the whole projection.
     auto qkv_all =
@@ -73,43 +69,54 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
     auto cat = torch::cat({mem, x}, /*dim=*/1);    // [B, K, C]
     q = torch::linear(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
     auto kv = torch::linear(cat, qkv->weight.narrow(0, hd, 2 * hd))
-                  .view({batch, key_len, 2, n_head_, d_head_});  // [B, K, 2, H, D]
-    auto kv_parts = kv.unbind(2);                                // 2 x [B, K, H, D]
+                  .view({batch, cat.size(1), 2, n_head_, d_head_});  // [B, K, 2, H, D]
+    auto kv_parts = kv.unbind(2);                                    // 2 x [B, K, H, D]
     k = kv_parts[0];
     v = kv_parts[1];
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_head_));
-  q = q.transpose(1, 2) * scale;  // [B, H, Q, D]
-  k = k.transpose(1, 2);          // [B, H, K, D]
-  v = v.transpose(1, 2);          // [B, H, K, D]
+  return {q.transpose(1, 2) * scale, k.transpose(1, 2), v.transpose(1, 2)};  // [B, H, *, D]
+}
 
+torch::Tensor AttentionImpl::attend_in_blocks(const torch::Tensor& q, const torch::Tensor& k,
+                                              const torch::Tensor& v, const PositionContext& pos,
+                                              int64_t block) {
+  const int64_t query_len = q.size(2), key_len = k.size(2), mem_len = pos.mem_len;
+  auto ctx = torch::empty({q.size(0), n_head_, query_len, d_head_}, q.options());
+  for (int64_t first = 0; first < query_len; first += block) {
+    const int64_t len = std::min(block, query_len - first);
+    const int64_t keys = mem_len + first + len;  // causality: later keys get no weight
+    ctx.narrow(2, first, len)
+        .copy_(attend(q.narrow(2, first, len), k.narrow(2, 0, keys), v.narrow(2, 0, keys),
+                      block_context(pos, first, len, key_len)));
+    if (pos.attention_progress) {
+      // Keys seen so far over all keys, summed over queries: ((M + e)^2 - M^2) / (K^2 - M^2).
+      const auto work = [&](int64_t end) {
+        const double m = static_cast<double>(mem_len), e = static_cast<double>(end);
+        return (m + e) * (m + e) - m * m;
+      };
+      pos.attention_progress(work(first + len) / work(query_len));
+    }
+  }
+  return ctx;  // [B, H, Q, D]
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor& memory,
+                                     const PositionContext& pos) {
+  const int64_t batch = h.size(0), query_len = h.size(1);
+  const int64_t mem_len = memory.defined() ? memory.size(1) : 0;
+  const int64_t key_len = mem_len + query_len;
+
+  auto x = pre_norm_ ? norm(h) : h;           // [B, Q, C]
+  const auto [q, k, v] = project(x, memory);  // [B, H, Q | K, D]
   PositionContext layer_pos = pos;
   layer_pos.mem_len = mem_len;
   const int64_t block = attention_query_block(batch, n_head_, query_len, key_len, pos.query_block,
                                               is_training() || torch::GradMode::is_enabled());
-  torch::Tensor ctx;  // [B, H, Q, D]
-  if (block >= query_len) {
-    ctx = attend(q, k, v, layer_pos);
-  } else {
-    ctx = torch::empty({batch, n_head_, query_len, d_head_}, q.options());
-    for (int64_t first = 0; first < query_len; first += block) {
-      const int64_t len = std::min(block, query_len - first);
-      const int64_t keys = mem_len + first + len;  // causality: later keys get no weight
-      ctx.narrow(2, first, len)
-          .copy_(attend(q.narrow(2, first, len), k.narrow(2, 0, keys), v.narrow(2, 0, keys),
-                        block_context(layer_pos, first, len, key_len)));
-      if (pos.attention_progress) {
-        // Keys seen so far over all keys, summed over queries: ((M + e)^2 - M^2) / (K^2 - M^2).
-        const auto work = [&](int64_t end) {
-          const double m = static_cast<double>(mem_len), e = static_cast<double>(end);
-          return (m + e) * (m + e) - m * m;
-        };
-        pos.attention_progress(work(first + len) / work(query_len));
-      }
-    }
-  }
-  ctx = ctx.transpose(1, 2).reshape({batch, query_len, hd});  // [B, Q, H*D]
-  auto y = apply_dropout(out(ctx), dropout_, is_training());  // [B, Q, C]
+  auto ctx = block >= query_len ? attend(q, k, v, layer_pos)
+                                : attend_in_blocks(q, k, v, layer_pos, block);  // [B, H, Q, D]
+  ctx = ctx.transpose(1, 2).reshape({batch, query_len, n_head_ * d_head_});     // [B, Q, H*D]
+  auto y = apply_dropout(out(ctx), dropout_, is_training());                    // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 

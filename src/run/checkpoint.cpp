@@ -118,6 +118,34 @@ void check_model_matches(const nlohmann::json& meta, const TransformerLM& model,
   }
 }
 
+// The memory layers saved with the checkpoint (none when it has no "memory" archive).
+Memory read_memory(torch::serialize::InputArchive& archive, const nlohmann::json& meta) {
+  Memory memory;
+  torch::serialize::InputArchive mem_archive;
+  if (!archive.try_read("memory", mem_archive)) return memory;
+  const int64_t layers = meta.at("memory_layers").get<int64_t>();
+  for (int64_t l = 0; l < layers; ++l) {
+    torch::Tensor t;
+    mem_archive.read(std::to_string(l), t, /*is_buffer=*/true);
+    memory.layers.push_back(t);
+  }
+  return memory;
+}
+
+// The CPU generator's state, and on a GPU that device's (dropout draws there): written on a
+// GPU and resumed on one, its stream continues; a run resumed on another kind of device
+// starts that device's stream afresh.
+void restore_generators(torch::serialize::InputArchive& archive, const torch::Device& device) {
+  torch::Tensor rng;
+  if (archive.try_read("rng", rng, /*is_buffer=*/true)) {
+    auto generator = at::detail::getDefaultCPUGenerator();  // a handle sharing the state
+    generator.set_state(rng.cpu());
+  }
+  if (device.is_cuda() && archive.try_read("rng_cuda", rng, /*is_buffer=*/true)) {
+    default_generator(device).set_state(rng.cpu());
+  }
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const TrainState& state, TransformerLM& model,
@@ -191,26 +219,9 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
       restore_optimizer_groups(meta.at("optimizer_groups"), *optimizer, path);
     }
     stage = "the memory";
-    torch::serialize::InputArchive mem_archive;
-    if (archive.try_read("memory", mem_archive)) {
-      const int64_t layers = meta.at("memory_layers").get<int64_t>();
-      for (int64_t l = 0; l < layers; ++l) {
-        torch::Tensor t;
-        mem_archive.read(std::to_string(l), t, /*is_buffer=*/true);
-        loaded.memory.layers.push_back(t);
-      }
-    }
+    loaded.memory = read_memory(archive, meta);
     stage = "the random generator state";
-    torch::Tensor rng;
-    if (archive.try_read("rng", rng, /*is_buffer=*/true)) {
-      auto generator = at::detail::getDefaultCPUGenerator();  // a handle sharing the state
-      generator.set_state(rng.cpu());
-    }
-    // Written on a GPU and resumed on one: its dropout stream continues (a run resumed on
-    // another kind of device starts that device's stream afresh).
-    if (model->device().is_cuda() && archive.try_read("rng_cuda", rng, /*is_buffer=*/true)) {
-      default_generator(model->device()).set_state(rng.cpu());
-    }
+    restore_generators(archive, model->device());
   } catch (const InputError&) {
     throw;
   } catch (const c10::Error& e) {

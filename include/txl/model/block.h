@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <memory>
 
 #include "txl/config/config.h"
@@ -29,6 +30,13 @@ class AttentionImpl : public torch::nn::Module {
   // queries being the last Q of the K keys (pos.mem_len = K - Q)          -> [B, H, Q, D]
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const PositionContext& pos);
+  // attend() over blocks of `block` queries, each against the keys up to its last query
+  // (the same numbers; a smaller [B, H, block, K] score tensor at a time)  -> [B, H, Q, D]
+  torch::Tensor attend_in_blocks(const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v, const PositionContext& pos, int64_t block);
+  // q: [B, H, Q, D] scaled by 1/sqrt(D), from x: [B, Q, C] (normed); k, v: [B, H, K, D]
+  // from the memory rows then x.
+  std::array<torch::Tensor, 3> project(const torch::Tensor& x, const torch::Tensor& memory);
 
   int64_t n_head_, d_head_;
   bool pre_norm_;
