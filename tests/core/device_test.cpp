@@ -152,19 +152,6 @@ TEST(DeviceCli, AutoIsTheCpuWithoutAGpuAndGivesTheCpusNumbers) {
 
 // --- on a GPU ---------------------------------------------------------------------------
 
-ModelConfig small_model(PosEncoding encoding) {
-  ModelConfig c;
-  c.pos_encoding = encoding;
-  c.n_layer = 2;
-  c.d_model = 32;
-  c.n_head = 2;
-  c.d_head = 16;
-  c.d_inner = 64;
-  c.dropout = 0.0;
-  c.max_rel_dist = 64;
-  return c;
-}
-
 class ModelOnCuda : public ::testing::TestWithParam<PosEncoding> {};
 
 // The same weights, tokens and memory give the same losses, memory and gradients on the GPU
@@ -173,7 +160,7 @@ TEST_P(ModelOnCuda, LossMemoryAndGradientsMatchTheCpu) {
   if (!has_cuda()) GTEST_SKIP() << "no CUDA device in this LibTorch (" << describe_devices() << ")";
   const torch::Device gpu(torch::kCUDA, 0);
   torch::manual_seed(5);
-  const auto config = small_model(GetParam());
+  const auto config = testing::tiny_model(GetParam());
   TransformerLM cpu_model(config, 50);
   TransformerLM gpu_model(config, 50);
   {
