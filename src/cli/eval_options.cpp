@@ -82,8 +82,7 @@ EvalPlan check_eval_options(const EvalCliOptions& o) {
   if (!o.lengths.empty()) c.lengths = parse_lengths(o.lengths, "--lengths");
   c.split = o.split;
   c.checkpoint = o.checkpoint;
-  resolve_device(o.device, "--device");  // exists on this machine, before any work
-  c.device = o.device;
+  c.device = resolve_device(o.device, "--device");  // exists on this machine, before any work
   c.read_cache = !o.no_cache;
   c.per_position = o.per_position;
   return c;

@@ -11,7 +11,6 @@
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/progress.h"
-#include "txl/platform/device.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 
@@ -41,8 +40,7 @@ ComparedRuns load_compared_runs(const CompareOptions& o) {
   if (o.runs.empty()) throw InputError("txl compare needs at least one run directory");
   ComparedRuns c;
   for (const auto& arg : o.runs) c.specs.push_back(parse_run_spec(arg, o.settings));
-  const torch::Device device = resolve_device(o.device, "--device");
-  for (const auto& spec : c.specs) c.runs.push_back(load_run(spec.dir, o.checkpoint, device));
+  for (const auto& spec : c.specs) c.runs.push_back(load_run(spec.dir, o.checkpoint, o.device));
   for (size_t i = 1; i < c.runs.size(); ++i) {
     const TokenizerKind first = c.runs[0].vocab.kind();
     const TokenizerKind other = c.runs[i].vocab.kind();

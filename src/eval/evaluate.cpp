@@ -26,9 +26,9 @@ class Scorer {
     }
   }
 
-  // nll: [Q] float for one window; positions first_pos.. of the window are scored.
+  // nll: [Q] float on the CPU for one window; positions first_pos.. of the window are scored.
   void add_window(const torch::Tensor& nll, int64_t first_pos) {
-    auto v = nll.to(torch::kCPU, torch::kFloat64).contiguous();
+    auto v = nll.to(torch::kFloat64).contiguous();
     const double* p = v.data_ptr<double>();
     const int64_t n = v.numel();
     double sum = 0.0;

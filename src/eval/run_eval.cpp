@@ -7,13 +7,12 @@
 #include "txl/eval/eval_memory.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/progress.h"
-#include "txl/platform/device.h"
 #include "txl/run/run_dir.h"
 
 namespace txl {
 
 RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
-  auto run = load_run(o.run_dir, o.checkpoint, resolve_device(o.device, "--device"));
+  auto run = load_run(o.run_dir, o.checkpoint, o.device);
   const std::string split = o.split.empty() ? run.config.eval.split : o.split;
   const auto lengths = o.lengths.empty() ? run.config.eval.lengths : o.lengths;
   const int64_t batch_tokens = run.config.eval.batch_tokens;

@@ -142,6 +142,13 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   return result;
 }
 
+TransformerLM make_model(const ModelConfig& config, int64_t vocab_size,
+                         const torch::Device& device) {
+  TransformerLM model(config, vocab_size);
+  model->to(device);
+  return model;
+}
+
 int64_t count_parameters(const torch::nn::Module& module) {
   int64_t n = 0;
   for (const auto& p : module.parameters()) n += p.numel();

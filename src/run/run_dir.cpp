@@ -134,8 +134,8 @@ LoadedRun load_run(const std::string& dir, const std::string& which, const torch
   const std::string ckpt = checkpoint_file(run.paths, which);
   if (!is_regular_file(ckpt))
     throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
-  run.model = TransformerLM(run.config.model, run.vocab.size());
-  run.model->to(device);  // the checkpoint's tensors load straight onto the device
+  // On the device first: the checkpoint's tensors then load straight onto it.
+  run.model = make_model(run.config.model, run.vocab.size(), device);
   // load_checkpoint compares the checkpoint's model configuration with config.json's.
   auto loaded = load_checkpoint(ckpt, run.model, nullptr);
   run.state = loaded.state;

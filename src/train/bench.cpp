@@ -251,8 +251,7 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   prepare_device(device);
   r.device = device.str();
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
-  TransformerLM model(config.model, o.vocab_size);
-  model->to(device);
+  TransformerLM model = make_model(config.model, o.vocab_size, device);
   r.parameters = count_parameters(*model);
   r.mem_len = model->has_memory() ? tc.mem_len : 0;
   r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
@@ -307,8 +306,7 @@ LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64
   r.length = length;
   const torch::Device device = resolve_device(config.train.device, "train.device");
   prepare_device(device);
-  TransformerLM model(config.model, vocab_size);
-  model->to(device);
+  TransformerLM model = make_model(config.model, vocab_size, device);
   model->eval();
   torch::NoGradGuard no_grad;
   const auto options = torch::TensorOptions().dtype(torch::kLong).device(device);

@@ -38,14 +38,6 @@ namespace txl {
 
 namespace {
 
-// The model for `config`, its weights drawn on the CPU (the same initial weights whatever the
-// device) and then moved to `device`, before the optimizer takes their handles.
-TransformerLM model_on(const ModelConfig& config, int64_t vocab_size, const torch::Device& device) {
-  TransformerLM model(config, vocab_size);
-  model->to(device);
-  return model;
-}
-
 // Everything the training loop reads and mutates, owned in one place: each phase below takes
 // it by reference, so what a phase touches is visible in its signature rather than hidden in
 // a lambda's captures.
@@ -56,7 +48,7 @@ struct TrainRun {
         corpus(data),
         paths{o.run_dir},
         device(resolve_device(c.train.device, "train.device")),
-        model(model_on(c.model, data.vocab.size(), device)),
+        model(make_model(c.model, data.vocab.size(), device)),
         optimizer(model->parameters(),
                   torch::optim::AdamWOptions(c.train.lr).weight_decay(c.train.weight_decay)),
         batcher(data.train, c.train.batch_size, c.train.tgt_len),

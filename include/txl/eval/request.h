@@ -32,7 +32,7 @@ struct EvalPlan {
   std::vector<int64_t> lengths;  // empty: the run's eval.lengths
   std::string split;             // empty: the run's eval.split
   std::string checkpoint = "best";
-  std::string device = "cpu";  // --device: where the models run (platform/device.h)
+  torch::Device device = torch::kCPU;  // --device, resolved: where the models run
   bool read_cache = true;
   bool per_position = false;
 };

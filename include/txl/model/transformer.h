@@ -84,6 +84,11 @@ class TransformerLMImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerLM);
 
+// A model for `config` on `device`: its weights are drawn on the CPU (so a seed gives the
+// same initial model on every device) and then moved, before anything takes their handles.
+TransformerLM make_model(const ModelConfig& config, int64_t vocab_size,
+                         const torch::Device& device);
+
 // Number of scalars in module.parameters(): one count, embedding and output layer included.
 int64_t count_parameters(const torch::nn::Module& module);
 
