@@ -33,7 +33,7 @@ build_dir=build
 
 packages=(build-essential cmake ninja-build ccache git pkg-config libtorch-dev
   libopenblas0-openmp libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev gnuplot-nox
-  libsentencepiece-dev libgloo-dev)
+  libsentencepiece-dev libgloo-dev libdnnl-dev)
 
 # Sub-second timer for the phase report (bash 5).
 now() { echo "${EPOCHREALTIME/,/.}"; }

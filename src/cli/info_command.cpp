@@ -10,6 +10,7 @@
 #include "txl/data/subword_model.h"
 #include "txl/platform/device.h"
 #include "txl/platform/gemm_rate.h"
+#include "txl/platform/onednn.h"
 #include "txl/platform/runtime.h"
 
 namespace txl {
@@ -40,7 +41,8 @@ int run_info(const InfoOptions& o) {
   fmt::print("libtorch     {}\n", TORCH_VERSION);
   fmt::print("blas         {} ({}){}\n", blas.kind, blas.library,
              blas.core_type.empty() ? "" : ", core type " + blas.core_type);
-  fmt::print("onednn       {}\n", at::hasMKLDNN() ? "yes" : "no");
+  fmt::print("onednn       {} in LibTorch; called directly: {}\n", at::hasMKLDNN() ? "yes" : "no",
+             onednn_matmul_status());
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   fmt::print("openmp       {} (OMP_WAIT_POLICY {})\n", at::hasOpenMP() ? "yes" : "no",
              wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
@@ -58,10 +60,14 @@ int run_info(const InfoOptions& o) {
   if (!blas.warning.empty()) fmt::print("warning      {}\n", blas.warning);
   if (!plan.bf16_note.empty()) fmt::print("warning      {}\n", plan.bf16_note);
   if (!o.no_bench) {
-    fmt::print("gemm fp32    {:.1f} GFLOP/s (1024^3, best of 5)\n",
-               measure_gemm_gflops(torch::kFloat32));
-    fmt::print("gemm bf16    {:.1f} GFLOP/s (1024^3, best of 5)\n",
-               measure_gemm_gflops(torch::kBFloat16));
+    for (const auto& [name, dtype] :
+         {std::pair{"fp32", torch::kFloat32}, std::pair{"bf16", torch::kBFloat16}}) {
+      const auto rates = measure_gemm_rates(dtype);
+      const std::string onednn =
+          rates.onednn > 0.0 ? fmt::format(", oneDNN direct {:.1f}", rates.onednn) : "";
+      fmt::print("gemm {}    {:.1f} GFLOP/s (LibTorch {:.1f}{}; 1024^3, best of 5)\n", name,
+                 rates.best(), rates.libtorch, onednn);
+    }
   }
   return 0;
 }

@@ -58,8 +58,7 @@ std::array<torch::Tensor, 3> AttentionImpl::project(const torch::Tensor& x,
   if (!memory.defined() || memory.size(1) == 0) {
     // unbind, not three selects: its backward stacks the three gradients in one copy,
     // where each select's backward fills a zero tensor of the whole projection.
-    auto qkv_all =
-        qkv(x).view({batch, query_len, 3, n_head_, d_head_}).unbind(2);  // 3 x [B, Q, H, D]
+    auto qkv_all = affine(x, qkv->weight).view({batch, query_len, 3, n_head_, d_head_}).unbind(2);
     q = qkv_all[0];
     k = qkv_all[1];
     v = qkv_all[2];
@@ -67,8 +66,8 @@ std::array<torch::Tensor, 3> AttentionImpl::project(const torch::Tensor& x,
     // Queries only for the current segment; keys and values for memory too.
     auto mem = pre_norm_ ? norm(memory) : memory;  // [B, M, C]
     auto cat = torch::cat({mem, x}, /*dim=*/1);    // [B, K, C]
-    q = torch::linear(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
-    auto kv = torch::linear(cat, qkv->weight.narrow(0, hd, 2 * hd))
+    q = affine(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
+    auto kv = affine(cat, qkv->weight.narrow(0, hd, 2 * hd))
                   .view({batch, cat.size(1), 2, n_head_, d_head_});  // [B, K, 2, H, D]
     auto kv_parts = kv.unbind(2);                                    // 2 x [B, K, H, D]
     k = kv_parts[0];
@@ -116,7 +115,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
   auto ctx = block >= query_len ? attend(q, k, v, layer_pos)
                                 : attend_in_blocks(q, k, v, layer_pos, block);  // [B, H, Q, D]
   ctx = ctx.transpose(1, 2).reshape({batch, query_len, n_head_ * d_head_});     // [B, Q, H*D]
-  auto y = apply_dropout(out(ctx), dropout_, is_training());                    // [B, Q, C]
+  auto y = apply_dropout(affine(ctx, out->weight), dropout_, is_training());    // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 
@@ -130,9 +129,11 @@ FeedForwardImpl::FeedForwardImpl(const ModelConfig& c)
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& h) {
-  auto x = pre_norm_ ? norm(h) : h;                             // [B, Q, C]
-  auto inner = relu_dropout(fc1(x), dropout_, is_training());   // [B, Q, F]
-  auto y = apply_dropout(fc2(inner), dropout_, is_training());  // [B, Q, C]
+  auto x = pre_norm_ ? norm(h) : h;  // [B, Q, C]
+  auto inner =
+      relu_dropout(affine(x, fc1->weight, fc1->bias), dropout_, is_training());  // [B, Q, F]
+  auto y =
+      apply_dropout(affine(inner, fc2->weight, fc2->bias), dropout_, is_training());  // [B, Q, C]
   return pre_norm_ ? h + y : norm(h + y);
 }
 

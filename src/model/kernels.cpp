@@ -6,7 +6,9 @@
 #include <limits>
 #include <vector>
 
+#include "txl/platform/onednn.h"
 #include "txl/platform/parallel.h"
+#include "txl/platform/runtime.h"
 
 namespace txl {
 
@@ -65,13 +67,26 @@ std::pair<torch::Tensor, torch::Tensor> broadcast_batch(const torch::Tensor& a,
   return {a.expand(a_shape), b.expand(b_shape)};
 }
 
+// a @ b without autograd, batch dimensions broadcasting: oneDNN's matmul where it takes
+// them (any strides, size-1 batch dimensions broadcast in place), else parallel_bmm over the
+// expanded batch.
+torch::Tensor raw_matmul(const torch::Tensor& a_in, const torch::Tensor& b_in) {
+  auto a = a_in.detach();
+  auto b = b_in.detach();
+  while (a.dim() < b.dim()) a = a.unsqueeze(0);
+  while (b.dim() < a.dim()) b = b.unsqueeze(0);
+  auto out = onednn_matmul(a, b);
+  if (out.defined()) return out;
+  auto [ae, be] = broadcast_batch(a, b);
+  return parallel_bmm(ae, be);
+}
+
 class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a,
                                const torch::Tensor& b) {
     ctx->save_for_backward({a, b});
-    auto [ae, be] = broadcast_batch(a, b);
-    return parallel_bmm(ae, be);
+    return raw_matmul(a, b);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -80,13 +95,50 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
     const auto& a = saved[0];
     const auto& b = saved[1];
     const auto& g = grads[0];  // [*, m, n]
-    auto [ae, be] = broadcast_batch(a, b);
     torch::Tensor grad_a, grad_b;
     if (ctx->needs_input_grad(0))
-      grad_a = parallel_bmm(g, be.transpose(-1, -2)).sum_to_size(a.sizes());
+      grad_a = raw_matmul(g, b.transpose(-1, -2)).sum_to_size(a.sizes());
     if (ctx->needs_input_grad(1))
-      grad_b = parallel_bmm(ae.transpose(-1, -2), g).sum_to_size(b.sizes());
+      grad_b = raw_matmul(a.transpose(-1, -2), g).sum_to_size(b.sizes());
     return {grad_a, grad_b};
+  }
+};
+
+// a @ b for matrices: oneDNN's matmul, or LibTorch's mm where oneDNN declines.
+torch::Tensor matrix_product(const torch::Tensor& a, const torch::Tensor& b) {
+  auto out = onednn_matmul(a, b);
+  return out.defined() ? out : at::mm(a, b);
+}
+
+// y = x W^T (+ b) with its three products (forward, input and weight gradients) through
+// matrix_product; x is seen as [N, in] rows. No bias is an empty tensor (autograd functions
+// take no undefined inputs).
+class Affine : public torch::autograd::Function<Affine> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["bias"] = bias.numel() > 0;
+    const auto rows = x.detach().reshape({-1, x.size(-1)});  // [N, in]
+    auto y = matrix_product(rows, weight.detach().t());      // [N, out]
+    if (bias.numel() > 0) y.add_(bias.detach());
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(0);
+    return y.view(sizes);  // [..., out]
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto x = saved[0].detach();
+    const auto weight = saved[1].detach();                  // [out, in]
+    const auto g = grads[0].reshape({-1, weight.size(0)});  // [N, out]
+    torch::Tensor grad_x, grad_w, grad_b;
+    if (ctx->needs_input_grad(0)) grad_x = matrix_product(g, weight).view(x.sizes());
+    if (ctx->needs_input_grad(1))
+      grad_w = matrix_product(g.t(), x.reshape({-1, x.size(-1)}));  // [out, in]
+    if (ctx->needs_input_grad(2) && ctx->saved_data["bias"].toBool()) grad_b = g.sum(0);
+    return {grad_x, grad_w, grad_b};
   }
 };
 
@@ -249,11 +301,23 @@ torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
   int64_t count = 1;
   for (auto s : at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2)))
     count *= s;
-  if (!a.is_cpu() || a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 ||
-      count < at::get_num_threads()) {
+  if (!a.is_cpu() || a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32)
     return torch::matmul(a, b);
-  }
+  // oneDNN splits a single matrix over the threads too; parallel_bmm needs a matrix a thread.
+  if (!onednn_matmul_enabled() && count < at::get_num_threads()) return torch::matmul(a, b);
   return BatchedMatmul::apply(a, b);
+}
+
+torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias) {
+  const bool fp32 = x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 &&
+                    (!bias.defined() || bias.scalar_type() == torch::kFloat32);
+  // Under autocast LibTorch's linear casts to bf16 and calls oneDNN itself.
+  if (!onednn_matmul_enabled() || !x.is_cpu() || !fp32 || x.dim() < 1 ||
+      autocast_enabled(c10::DeviceType::CPU)) {
+    return torch::linear(x, weight, bias);
+  }
+  return Affine::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
 }
 
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {

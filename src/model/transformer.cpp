@@ -27,7 +27,7 @@ torch::Tensor blocked_output_nll(const torch::Tensor& h, const torch::Tensor& we
   auto nll = torch::empty({rows}, h.options().dtype(torch::kFloat32));  // [N]
   for (int64_t first = 0; first < rows; first += block) {
     const int64_t n = std::min(block, rows - first);
-    auto logits = torch::linear(h.narrow(0, first, n), weight, bias);  // [n, V]
+    auto logits = affine(h.narrow(0, first, n), weight, bias);  // [n, V]
     nll.narrow(0, first, n).copy_(token_nll(logits, targets.narrow(0, first, n)));
   }
   return nll;
@@ -133,7 +133,7 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
             .view(targets.sizes());  // [B, S]
     return result;
   }
-  auto logits = torch::linear(h, weight, output_bias);  // [B, S, V]
+  auto logits = affine(h, weight, output_bias);  // [B, S, V]
   if (targets.defined()) {
     result.nll = token_nll(logits.reshape({-1, vocab_size_}), targets.reshape({-1}))
                      .view(targets.sizes());  // [B, S]

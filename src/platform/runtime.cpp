@@ -139,9 +139,6 @@ void warn_if_bf16_is_slow() {
 
 }  // namespace
 
-namespace {
-
-// Whether autocast is on for `type` (CPU or CUDA), and switching it, in bf16.
 bool autocast_enabled(c10::DeviceType type) {
 #ifdef TXL_AUTOCAST_DEVICE_API
   return at::autocast::is_autocast_enabled(type);
@@ -151,6 +148,9 @@ bool autocast_enabled(c10::DeviceType type) {
 #endif
 }
 
+namespace {
+
+// Switching autocast for `type` (CPU or CUDA), in bf16.
 void set_bf16_autocast(c10::DeviceType type, bool on) {
 #ifdef TXL_AUTOCAST_DEVICE_API
   at::autocast::set_autocast_dtype(type, at::kBFloat16);

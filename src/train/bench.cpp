@@ -10,6 +10,7 @@
 #include "txl/model/transformer.h"
 #include "txl/platform/device.h"
 #include "txl/platform/gemm_rate.h"
+#include "txl/platform/onednn.h"
 #include "txl/platform/process.h"
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
@@ -87,6 +88,7 @@ nlohmann::json BenchResult::to_json() const {
       {"achieved_gflops", achieved_gflops},
       {"eval_achieved_gflops", eval_achieved_gflops},
       {"gemm_peak_gflops", gemm_peak_gflops},
+      {"onednn_direct", onednn_direct},
       {"mfu", mfu},
       {"eval_mfu", eval_mfu},
       {"load_average", load_average},
@@ -260,6 +262,7 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   const auto dtype = gemm_dtype(tc.precision);
   const int64_t gemm_n = device.is_cpu() ? 1024 : 8192;  // large enough to fill a GPU
   r.gemm_peak_gflops = measure_gemm_gflops(dtype, gemm_n, 10, device);
+  r.onednn_direct = device.is_cpu() ? onednn_matmul_status() : "not used off the CPU";
   time_training(model, config, o, r);
   time_evaluation(model, config, o, r);
   r.peak_rss_mb = peak_rss_mb();

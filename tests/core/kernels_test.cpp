@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "txl/model/positional.h"
+#include "txl/platform/runtime.h"
 
 namespace txl {
 namespace {
@@ -52,6 +53,46 @@ TEST(BatchedMatmul, MatchesMatmulWithGradients) {
     check_batched_matmul(torch::randn({3, 5, 2, 4}).transpose(1, 2),
                          torch::randn({3, 6, 2, 4}).permute({0, 2, 3, 1}));
   }
+}
+
+// affine against torch::linear in float64: values and the gradients of x, weight and bias,
+// with the weight a row range of a larger matrix (as the memory path's q and kv use it).
+TEST(Affine, MatchesLinearWithGradientsForWeightViewsWithAndWithoutBias) {
+  torch::manual_seed(2);
+  const auto full = torch::randn({30, 24});
+  for (const bool with_bias : {false, true}) {
+    auto x = torch::randn({3, 7, 24}).requires_grad_(true);
+    auto w_all = full.clone().requires_grad_(true);
+    auto bias = with_bias ? torch::randn({20}).requires_grad_(true) : torch::Tensor();
+    auto y = affine(x, w_all.narrow(0, 10, 20), bias);  // [3, 7, 20]
+    const auto g = torch::randn(y.sizes());
+    std::vector<torch::Tensor> inputs = {x, w_all};
+    if (with_bias) inputs.push_back(bias);
+    const auto grads = torch::autograd::grad({y}, inputs, {g});
+
+    std::vector<torch::Tensor> inputs64;
+    for (const auto& t : inputs)
+      inputs64.push_back(t.detach().to(torch::kFloat64).requires_grad_());
+    const auto want = torch::linear(inputs64[0], inputs64[1].narrow(0, 10, 20),
+                                    with_bias ? inputs64[2] : torch::Tensor());
+    const auto want_grads = torch::autograd::grad({want}, inputs64, {g.to(torch::kFloat64)});
+    ASSERT_EQ(y.sizes(), want.sizes());
+    EXPECT_LT(max_abs_diff(y, want), 1e-4) << "bias " << with_bias;
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_LT(max_abs_diff(grads[i], want_grads[i]), 1e-4)
+          << "input " << i << ", bias " << with_bias;
+    EXPECT_EQ(max_abs_diff(grads[1].narrow(0, 0, 10), torch::zeros({10, 24})), 0.0)
+        << "rows outside the view get no gradient";
+  }
+}
+
+TEST(Affine, UnderAutocastGivesWhatLinearGives) {
+  const auto x = torch::randn({4, 8});
+  const auto w = torch::randn({5, 8});
+  AutocastGuard bf16(Precision::kBf16, torch::kCPU);
+  const auto y = affine(x, w);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(max_abs_diff(y, torch::linear(x, w)), 0.0);
 }
 
 TEST(Dropout, DropsAboutPAndScalesTheRest) {

@@ -10,10 +10,20 @@ namespace txl {
 
 // out[..., m, n] = a[..., m, k] @ b[..., k, n]; leading (batch) dimensions broadcast; with
 // autograd. LibTorch 1.13's fp32 bmm loops over the batch calling a multi-threaded GEMM
-// per small matrix (a thread hand-off per matrix); this instead gives each thread a share
-// of the matrices with single-threaded GEMMs. Other dtypes (bf16: oneDNN's batched GEMM)
-// and batches smaller than the thread count go to torch::matmul.
+// per small matrix (a thread hand-off per matrix) and copies strided operands first; this
+// hands the tensors as they lie to oneDNN's matmul (platform/onednn.h), or, where oneDNN is
+// not available, gives each thread a share of the matrices with single-threaded GEMMs.
+// Other dtypes (bf16: LibTorch already calls oneDNN) go to torch::matmul, and so do batches
+// smaller than the thread count without oneDNN.
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
+
+// y[..., out] = x[..., in] @ weight[out, in]^T + bias[out] (bias optional), with autograd:
+// torch::linear's function. In fp32 on the CPU (autocast off) its three products go to
+// oneDNN's matmul, which measured 1.6-2.1x OpenBLAS's (Haswell kernels) at the model's
+// shapes on a 2-core AMD EPYC (Zen 5); elsewhere, and without oneDNN, torch::linear.
+// Not called linear: argument-dependent lookup would also find at::linear.
+torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias = {});
 
 // Inverted dropout: zeroes each element with probability p and scales the rest by
 // 1 / (1 - p); identity when !training or p == 0. LibTorch's CPU bernoulli_ draws one

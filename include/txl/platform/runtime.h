@@ -56,6 +56,9 @@ int logical_cores();
 // 0 = every core. Returns the thread count in effect.
 int set_threads(int64_t requested);
 
+// Whether autocast is on for `type` (CPU or CUDA): one call for LibTorch 1.13 and 2.4+.
+bool autocast_enabled(c10::DeviceType type);
+
 // Enables autocast to bf16 on the device's type (CPU or CUDA) for its lifetime when precision
 // is bf16; fp32 is a no-op. The first CPU bf16 guard of a process warns (once) when this CPU
 // emulates bf16 (cpu.h): txl does not refuse bf16 there, but says what it costs.

@@ -77,7 +77,8 @@ struct BenchResult {
   FlopCount flops;
   double achieved_gflops = 0.0;  // training
   double eval_achieved_gflops = 0.0;
-  double gemm_peak_gflops = 0.0;  // measured n^3 GEMM, same dtype and threads
+  double gemm_peak_gflops = 0.0;  // measured n^3 GEMM, same dtype and threads, faster engine
+  std::string onednn_direct;      // onednn_matmul_status(): whether products bypass LibTorch
   double mfu = 0.0;               // achieved_gflops / gemm_peak_gflops
   double eval_mfu = 0.0;
   double load_average = 0.0;  // 1-minute load average at the end (shared machines)

@@ -43,7 +43,7 @@ SinusoidRelativeScore::SinusoidRelativeScore(int64_t d_model, int64_t n_head, in
 torch::Tensor SinusoidRelativeScore::distance_keys(int64_t key_len, const PositionContext& pos) {
   TORCH_CHECK(pos.sinusoids.defined() && pos.sinusoids.size(0) == key_len,
               "relative encoding needs sinusoids for ", key_len, " keys");
-  auto r = w_r(pos.sinusoids);                                    // [K, H*D]
+  auto r = affine(pos.sinusoids, w_r->weight);                    // [K, H*D]
   return r.view({key_len, n_head_, d_head_}).permute({1, 0, 2});  // [H, K, D]
 }
 

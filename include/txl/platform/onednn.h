@@ -1,0 +1,31 @@
+// Matrix products through oneDNN's matmul primitive, called directly.
+//
+// LibTorch 1.13 sends fp32 matrix products to the BLAS (OpenBLAS) and batched ones through
+// a loop of small GEMMs; oneDNN's JIT matmul takes any strides and batch layout as they come
+// and measured 3-5x faster at the attention's shapes (64 matrices of 128x64 by 64x256) on a
+// 2-core AMD EPYC (Zen 5), and on the same machine with its instruction set capped at AVX2.
+// A build without oneDNN's headers (e.g. against a PyTorch wheel, whose oneDNN is internal)
+// compiles this as "not available" and the callers keep LibTorch's operators.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace txl {
+
+// Whether onednn_matmul can run here: built with oneDNN and not switched off by the
+// environment (TXL_ONEDNN=0, for comparing against LibTorch's path).
+bool onednn_matmul_enabled();
+
+// "oneDNN 2.6.3 (...)" or why not, for txl info and the bench.
+std::string onednn_matmul_status();
+
+// out[..., m, n] = a[..., m, k] @ b[..., k, n] for CPU tensors of one dtype (float32 or
+// bfloat16) of equal rank (2 to 6), any strides; a batch dimension of size 1 in a or b
+// broadcasts. Returns an undefined tensor, having done nothing, when oneDNN is not enabled,
+// cannot take these tensors, or would run its reference (untuned) implementation; the caller
+// then uses LibTorch's own operator. No autograd.
+torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b);
+
+}  // namespace txl

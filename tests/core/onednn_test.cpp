@@ -1,0 +1,133 @@
+// oneDNN's matmul called directly (platform/onednn.h) against a float64 oracle, on the
+// layouts the attention really hands it, and the cases it must decline so that callers fall
+// back to LibTorch. Skipped, saying so, in a build without oneDNN's headers.
+#include "txl/platform/onednn.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "test_util.h"
+#include "txl/model/kernels.h"
+#include "txl/platform/process.h"
+
+namespace txl {
+namespace {
+
+using testing::max_abs_diff;
+
+// sum_k a[..., i, k] b[..., k, j] in float64, batch dimensions broadcast.
+torch::Tensor oracle(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat64).unsqueeze(-1) * b.to(torch::kFloat64).unsqueeze(-3)).sum(-2);
+}
+
+void skip_without_onednn() {
+  if (!onednn_matmul_enabled()) GTEST_SKIP() << "oneDNN not used here: " << onednn_matmul_status();
+}
+
+// q, k, v as AttentionImpl::project leaves them: views of one [B, Q | K, 3 | 2, H, D] tensor.
+struct AttentionOperands {
+  torch::Tensor q, k, v, r, probs;
+};
+AttentionOperands attention_operands(int64_t batch, int64_t heads, int64_t queries, int64_t keys,
+                                     int64_t d) {
+  AttentionOperands o;
+  o.q = torch::randn({batch, queries, 3, heads, d}).select(2, 0).transpose(1, 2);  // [B,H,Q,D]
+  auto kv = torch::randn({batch, keys, 2, heads, d}).unbind(2);
+  o.k = kv[0].transpose(1, 2);                                                // [B, H, K, D]
+  o.v = kv[1].transpose(1, 2);                                                // [B, H, K, D]
+  o.r = torch::randn({heads, keys + 1, d}).unsqueeze(0);                      // [1, H, K+1, D]
+  o.probs = torch::softmax(torch::randn({batch, heads, queries, keys}), -1);  // [B,H,Q,K]
+  return o;
+}
+
+TEST(OneDnnMatmul, TakesTheAttentionLayoutsAndMatchesTheOracle) {
+  skip_without_onednn();
+  torch::manual_seed(3);
+  const auto o = attention_operands(2, 3, 24, 40, 16);
+  const auto g_scores = torch::randn({2, 3, 24, 40});               // [B, H, Q, K]
+  const auto g_ctx = torch::randn({2, 24, 3, 16}).transpose(1, 2);  // [B, H, Q, D]
+  const std::vector<std::pair<torch::Tensor, torch::Tensor>> cases = {
+      {o.q, o.k.transpose(-1, -2)},                      // scores q.k
+      {o.q, o.r.transpose(-1, -2)},                      // position scores, broadcast over B
+      {o.probs, o.v},                                    // context p.v
+      {g_ctx, o.v.transpose(-1, -2)},                    // backward: d probs
+      {o.probs.transpose(-1, -2), g_ctx},                // backward: d v
+      {g_scores, o.k},                                   // backward: d q
+      {g_scores.transpose(-1, -2), o.q},                 // backward: d k
+      {torch::randn({37, 19}), torch::randn({19, 23})},  // one matrix
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [a, b] = cases[i];
+    const auto out = onednn_matmul(a, b);
+    ASSERT_TRUE(out.defined()) << "case " << i << ": oneDNN declined " << a.sizes() << " @ "
+                               << b.sizes() << " (strides " << a.strides() << ", " << b.strides()
+                               << ")";
+    const auto want = oracle(a, b);
+    ASSERT_EQ(out.sizes(), want.sizes()) << "case " << i;
+    EXPECT_LT(max_abs_diff(out.to(torch::kFloat64), want), 1e-4) << "case " << i;
+  }
+}
+
+TEST(OneDnnMatmul, Bf16ProductsRoundOnlyTheirInputsAndOutput) {
+  skip_without_onednn();
+  torch::manual_seed(4);
+  const auto a = torch::randn({4, 32, 48}).to(torch::kBFloat16);
+  const auto b = torch::randn({4, 48, 40}).to(torch::kBFloat16);
+  const auto out = onednn_matmul(a, b);
+  // Below AVX-512 oneDNN has only its reference bf16 kernel, which onednn_matmul declines.
+  if (!out.defined()) GTEST_SKIP() << "no tuned bf16 matmul in " << onednn_matmul_status();
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  // Exact products of bf16 inputs summed in float32, then one rounding to bf16: within a
+  // bf16 ulp (2^-8 relative) of the float64 oracle.
+  const auto want = oracle(a, b);
+  const auto err = ((out.to(torch::kFloat64) - want).abs() / (want.abs() + 1.0)).max();
+  EXPECT_LT(err.item<double>(), 1.0 / 128);
+}
+
+TEST(OneDnnMatmul, DeclinesWhatItCannotTakeSoCallersFallBack) {
+  skip_without_onednn();
+  const auto a = torch::randn({2, 3, 4});
+  EXPECT_FALSE(onednn_matmul(a, torch::randn({2, 5, 6})).defined()) << "inner sizes differ";
+  EXPECT_FALSE(onednn_matmul(a, torch::randn({3, 4, 6})).defined()) << "batch 2 against 3";
+  EXPECT_FALSE(onednn_matmul(a, torch::randn({4, 6})).defined()) << "ranks differ";
+  EXPECT_FALSE(onednn_matmul(a, torch::randn({2, 4, 6}).to(torch::kFloat64)).defined());
+  EXPECT_FALSE(onednn_matmul(a.to(torch::kFloat64), torch::randn({2, 4, 6})).defined());
+  // An expanded (stride 0) batch dimension is not a layout oneDNN reads.
+  EXPECT_FALSE(onednn_matmul(a, torch::randn({1, 4, 6}).expand({2, 4, 6})).defined());
+  EXPECT_FALSE(onednn_matmul(torch::randn({2, 0, 4}), torch::randn({2, 4, 6})).defined());
+}
+
+TEST(OneDnnMatmul, BatchedMatmulGradientsThroughItMatchTheOracle) {
+  skip_without_onednn();
+  torch::manual_seed(5);
+  auto o = attention_operands(2, 3, 24, 40, 16);
+  auto q = o.q.detach().requires_grad_(true);
+  auto r = o.r.detach().requires_grad_(true);
+  auto out = batched_matmul(q, r.transpose(-1, -2));  // [B, H, Q, K+1]
+  const auto g = torch::randn(out.sizes());
+  const auto grads = torch::autograd::grad({out}, {q, r}, {g});
+  const auto q64 = o.q.to(torch::kFloat64).requires_grad_(true);
+  const auto r64 = o.r.to(torch::kFloat64).requires_grad_(true);
+  const auto want = oracle(q64, r64.transpose(-1, -2));
+  const auto want_grads = torch::autograd::grad({want}, {q64, r64}, {g.to(torch::kFloat64)});
+  EXPECT_LT(max_abs_diff(out.to(torch::kFloat64), want), 1e-4);
+  EXPECT_LT(max_abs_diff(grads[0].to(torch::kFloat64), want_grads[0]), 1e-4);
+  ASSERT_EQ(grads[1].sizes(), r.sizes()) << "the broadcast operand's gradient is summed over B";
+  EXPECT_LT(max_abs_diff(grads[1].to(torch::kFloat64), want_grads[1]), 1e-4);
+}
+
+// oneDNN picks its kernels from the CPU at run time; capping its instruction set (it reads
+// ONEDNN_MAX_CPU_ISA once, at start-up, hence a child process) shows what an AVX2-only CPU
+// gets: the same layouts taken, by JIT kernels, with the oracle's numbers.
+TEST(OneDnnMatmul, TakesTheSameLayoutsWithItsInstructionSetCappedAtAvx2) {
+  skip_without_onednn();
+  if (std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr) GTEST_SKIP() << "already the capped child";
+  const int code =
+      run_process({"/usr/bin/env", "ONEDNN_MAX_CPU_ISA=AVX2", self_executable(), "--gtest_brief=1",
+                   "--gtest_filter=OneDnnMatmul.*:Affine.*:BatchedMatmul.*"});
+  EXPECT_EQ(code, 0) << "the oneDNN tests failed with ONEDNN_MAX_CPU_ISA=AVX2 (output above)";
+}
+
+}  // namespace
+}  // namespace txl
