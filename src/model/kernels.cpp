@@ -104,10 +104,12 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
   }
 };
 
-// a @ b for matrices: oneDNN's matmul, or LibTorch's mm where oneDNN declines.
-torch::Tensor matrix_product(const torch::Tensor& a, const torch::Tensor& b) {
-  auto out = onednn_matmul(a, b);
-  return out.defined() ? out : at::mm(a, b);
+// a @ b (+ bias) for matrices: oneDNN's matmul, or LibTorch's where oneDNN declines.
+torch::Tensor matrix_product(const torch::Tensor& a, const torch::Tensor& b,
+                             const torch::Tensor& bias = {}) {
+  auto out = onednn_matmul(a, b, bias);
+  if (out.defined()) return out;
+  return bias.defined() ? at::addmm(bias, a, b) : at::mm(a, b);
 }
 
 // y = x W^T (+ b) with its three products (forward, input and weight gradients) through
@@ -120,8 +122,8 @@ class Affine : public torch::autograd::Function<Affine> {
     ctx->save_for_backward({x, weight});
     ctx->saved_data["bias"] = bias.numel() > 0;
     const auto rows = x.detach().reshape({-1, x.size(-1)});  // [N, in]
-    auto y = matrix_product(rows, weight.detach().t());      // [N, out]
-    if (bias.numel() > 0) y.add_(bias.detach());
+    auto y = matrix_product(rows, weight.detach().t(),
+                            bias.numel() > 0 ? bias.detach() : torch::Tensor());  // [N, out]
     auto sizes = x.sizes().vec();
     sizes.back() = weight.size(0);
     return y.view(sizes);  // [..., out]
@@ -141,62 +143,6 @@ class Affine : public torch::autograd::Function<Affine> {
     return {grad_x, grad_w, grad_b};
   }
 };
-
-// SplitMix64's output function (Steele, Lea, Flood 2014) applied to seed + index: a
-// counter-based generator, so any split of the index range gives the same numbers.
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// mask[i] = keep_value, or 0 with probability drop_below / 2^32 and, with a gate, wherever
-// gate[i] <= 0 (ReLU folded in).
-template <typename T>
-void fill_keep_mask(T* mask, const T* gate, int64_t numel, uint64_t seed, uint32_t drop_below,
-                    T keep_value) {
-  const int64_t pairs = (numel + 1) / 2;
-  parallel_chunks(pairs, 1 << 14, [&](int64_t begin, int64_t end) {
-    const T zero(0.0f);
-    for (int64_t p = begin; p < end; ++p) {
-      // One 64-bit draw gives two 32-bit uniforms: elements 2p and 2p + 1.
-      const uint64_t r = mix64(seed + static_cast<uint64_t>(p) * 0x9E3779B97F4A7C15ull);
-      const int64_t i = 2 * p;
-      bool keep0 = static_cast<uint32_t>(r) >= drop_below;
-      bool keep1 = static_cast<uint32_t>(r >> 32) >= drop_below;
-      if (gate != nullptr) {
-        keep0 = keep0 && static_cast<float>(gate[i]) > 0.0f;
-        if (i + 1 < numel) keep1 = keep1 && static_cast<float>(gate[i + 1]) > 0.0f;
-      }
-      mask[i] = keep0 ? keep_value : zero;
-      if (i + 1 < numel) mask[i + 1] = keep1 ? keep_value : zero;
-    }
-  });
-}
-
-// The scaled keep mask for x ([same shape], contiguous, x's dtype), gated by x > 0 when
-// `relu`; undefined for dtypes without a kernel and off the CPU (LibTorch's dropout there).
-torch::Tensor keep_mask(const torch::Tensor& x, double p, bool relu) {
-  if (!x.is_cpu()) return torch::Tensor();
-  // One draw from LibTorch's generator seeds this call's counter-based stream.
-  const auto seed = static_cast<uint64_t>(
-      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong).item<int64_t>());
-  const auto drop_below = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
-  const float keep = static_cast<float>(1.0 / (1.0 - p));
-  auto mask = torch::empty(x.sizes(), x.options().requires_grad(false));
-  const auto gate = relu ? x.detach().contiguous() : torch::Tensor();
-  if (mask.scalar_type() == torch::kFloat32) {
-    fill_keep_mask<float>(mask.data_ptr<float>(), relu ? gate.data_ptr<float>() : nullptr,
-                          mask.numel(), seed, drop_below, keep);
-  } else if (mask.scalar_type() == torch::kBFloat16) {
-    fill_keep_mask<at::BFloat16>(mask.data_ptr<at::BFloat16>(),
-                                 relu ? gate.data_ptr<at::BFloat16>() : nullptr, mask.numel(), seed,
-                                 drop_below, at::BFloat16(keep));
-  } else {
-    return torch::Tensor();
-  }
-  return mask;
-}
 
 // Rows per block of the loss: a block's float32 scratch (32 x a 10k-token vocabulary = 1.3 MB)
 // stays in the core's cache between the passes over it, where whole [N, V] float32
@@ -318,20 +264,6 @@ torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
     return torch::linear(x, weight, bias);
   }
   return Affine::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
-}
-
-torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
-  if (!training || p <= 0.0 || x.numel() == 0) return x;
-  TORCH_CHECK(p < 1.0, "dropout probability must be below 1, got ", p);
-  auto mask = keep_mask(x, p, /*relu=*/false);
-  return mask.defined() ? x * mask : torch::dropout(x, p, training);
-}
-
-torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
-  if (!training || p <= 0.0 || x.numel() == 0) return torch::relu(x);
-  TORCH_CHECK(p < 1.0, "dropout probability must be below 1, got ", p);
-  auto mask = keep_mask(x, p, /*relu=*/true);
-  return mask.defined() ? x * mask : torch::dropout(torch::relu(x), p, training);
 }
 
 }  // namespace txl

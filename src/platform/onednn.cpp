@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #ifdef TXL_HAS_ONEDNN
@@ -65,8 +66,8 @@ struct CachedMatmul {
   std::unique_ptr<dnnl::matmul> primitive;
 };
 
-std::vector<int64_t> cache_key(const torch::Tensor& a, const torch::Tensor& b) {
-  std::vector<int64_t> key = {static_cast<int64_t>(a.scalar_type()), a.dim()};
+std::vector<int64_t> cache_key(const torch::Tensor& a, const torch::Tensor& b, bool bias) {
+  std::vector<int64_t> key = {static_cast<int64_t>(a.scalar_type()), a.dim(), bias ? 1 : 0};
   for (const auto& t : {a, b}) {
     key.insert(key.end(), t.sizes().begin(), t.sizes().end());
     key.insert(key.end(), t.strides().begin(), t.strides().end());
@@ -74,19 +75,35 @@ std::vector<int64_t> cache_key(const torch::Tensor& a, const torch::Tensor& b) {
   return key;
 }
 
+// bias [n] as oneDNN reads it: [1, ..., 1, n], broadcast over the output's other dimensions.
+dnnl::memory::desc describe_bias(const torch::Tensor& bias, int64_t rank,
+                                 dnnl::memory::data_type type) {
+  dnnl::memory::dims dims(static_cast<size_t>(rank), 1), strides(static_cast<size_t>(rank), 0);
+  dims.back() = bias.size(0);
+  strides.back() = bias.stride(0);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[static_cast<size_t>(d)] =
+        strides[static_cast<size_t>(d) + 1] * dims[static_cast<size_t>(d) + 1];
+  return dnnl::memory::desc(dims, type, strides);
+}
+
 const CachedMatmul& find_or_create(const torch::Tensor& a, const torch::Tensor& b,
-                                   const torch::Tensor& out, dnnl::memory::data_type type) {
+                                   const torch::Tensor& bias, const torch::Tensor& out,
+                                   dnnl::memory::data_type type) {
   static std::mutex mutex;
   static std::map<std::vector<int64_t>, CachedMatmul> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto key = cache_key(a, b);
+  auto key = cache_key(a, b, bias.defined());
   auto found = cache.find(key);
   if (found != cache.end()) return found->second;
   CachedMatmul entry;
   try {
-    const dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(describe(a, type), describe(b, type), describe(out, type)),
-        cpu_engine());
+    const auto desc =
+        bias.defined()
+            ? dnnl::matmul::desc(describe(a, type), describe(b, type),
+                                 describe_bias(bias, a.dim(), type), describe(out, type))
+            : dnnl::matmul::desc(describe(a, type), describe(b, type), describe(out, type));
+    const dnnl::matmul::primitive_desc pd(desc, cpu_engine());
     // "ref:any" loops element by element: LibTorch's path is faster than that.
     if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0)
       entry.primitive = std::make_unique<dnnl::matmul>(pd);
@@ -120,8 +137,12 @@ std::string onednn_matmul_status() {
                                  : s + ", switched off by TXL_ONEDNN=0";
 }
 
-torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b) {
+torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
+                            const torch::Tensor& bias) {
   if (!onednn_matmul_enabled() || !a.is_cpu() || !b.is_cpu()) return {};
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != b.size(-1) ||
+                         bias.scalar_type() != a.scalar_type() || !bias.is_cpu()))
+    return {};
   if (a.dim() != b.dim() || a.dim() < 2 || a.dim() > 6 || a.size(-1) != b.size(-2)) return {};
   dnnl::memory::data_type type;
   if (a.scalar_type() == torch::kFloat32 && b.scalar_type() == torch::kFloat32) {
@@ -141,15 +162,18 @@ torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b) {
   out_sizes[out_sizes.size() - 2] = a.size(-2);
   out_sizes.back() = b.size(-1);
   auto out = torch::empty(out_sizes, a.options().requires_grad(false));
-  const auto& cached = find_or_create(a, b, out, type);
+  const auto& cached = find_or_create(a, b, bias, out, type);
   if (!cached.primitive) return {};
   auto& engine = cpu_engine();
   dnnl::stream stream(engine);
-  dnnl::memory a_mem(describe(a, type), engine, a.data_ptr());
-  dnnl::memory b_mem(describe(b, type), engine, b.data_ptr());
-  dnnl::memory out_mem(describe(out, type), engine, out.data_ptr());
-  cached.primitive->execute(
-      stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, out_mem}});
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, dnnl::memory(describe(a, type), engine, a.data_ptr())},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(describe(b, type), engine, b.data_ptr())},
+      {DNNL_ARG_DST, dnnl::memory(describe(out, type), engine, out.data_ptr())}};
+  if (bias.defined())
+    args.emplace(DNNL_ARG_BIAS,
+                 dnnl::memory(describe_bias(bias, a.dim(), type), engine, bias.data_ptr()));
+  cached.primitive->execute(stream, args);
   stream.wait();
   return out;
 }
@@ -163,7 +187,9 @@ std::string onednn_matmul_status() {
                         : "not built in (no oneDNN headers at build time: libdnnl-dev)";
 }
 
-torch::Tensor onednn_matmul(const torch::Tensor&, const torch::Tensor&) { return {}; }
+torch::Tensor onednn_matmul(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+  return {};
+}
 
 #endif
 

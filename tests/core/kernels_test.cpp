@@ -107,6 +107,68 @@ TEST(Dropout, DropsAboutPAndScalesTheRest) {
   EXPECT_TRUE(apply_dropout(x, 0.0, /*training=*/true).is_same(x));
 }
 
+// The keep decision written out from its formula (dropout.h), one element at a time.
+uint32_t lowbias32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+uint32_t formula_hash(uint64_t seed, uint64_t index) {
+  const uint32_t k0 =
+      static_cast<uint32_t>(seed) ^ (0x9E3779B9u * static_cast<uint32_t>(index >> 32));
+  const uint32_t k1 = static_cast<uint32_t>(seed >> 32);
+  return lowbias32(lowbias32(static_cast<uint32_t>(index) ^ k0) + k1);
+}
+
+TEST(Dropout, HashedKernelEqualsItsFormulaElementByElement) {
+  const uint64_t seed = 0x0123456789ABCDEFull;
+  for (uint64_t index : {0ull, 1ull, 77777ull, (1ull << 32) - 1, 1ull << 32, (5ull << 32) + 9})
+    EXPECT_EQ(dropout_hash(seed, index), formula_hash(seed, index)) << "index " << index;
+  // Large enough for several chunks per thread; an odd length leaves a vector tail.
+  const auto x = torch::randn({70001});
+  const double p = 0.3;
+  const auto drop_below = static_cast<uint32_t>(p * 4294967296.0);
+  const float scale = static_cast<float>(1.0 / (1.0 - p));
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto xt = x.to(dtype);
+    for (const bool relu : {false, true}) {
+      const auto out = hashed_dropout(xt, p, relu, seed).to(torch::kFloat32);
+      const auto in = xt.to(torch::kFloat32);
+      const float* o = out.data_ptr<float>();
+      const float* v = in.data_ptr<float>();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const bool keep =
+            formula_hash(seed, static_cast<uint64_t>(i)) >= drop_below && (!relu || v[i] > 0.0f);
+        const float want =
+            keep ? static_cast<float>(c10::BFloat16(v[i] * scale).operator float()) : 0.0f;
+        const float want_exact = keep ? v[i] * scale : 0.0f;
+        if (o[i] != (dtype == torch::kFloat32 ? want_exact : want)) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0) << "dtype " << dtype << ", relu " << relu;
+    }
+  }
+}
+
+TEST(Dropout, NeighboursAndConsecutiveCallsDropIndependently) {
+  // P(both dropped) = p^2 for adjacent elements and for the same element in two calls.
+  torch::manual_seed(11);
+  const double p = 0.3;
+  const auto ones = torch::ones({1 << 20});
+  const auto a = apply_dropout(ones, p, true) == 0;
+  const auto b = apply_dropout(ones, p, true) == 0;
+  const auto rate = [](const torch::Tensor& t) {
+    return t.to(torch::kFloat64).mean().item<double>();
+  };
+  const int64_t n = a.numel();
+  EXPECT_NEAR(rate(a), p, 0.003);
+  EXPECT_NEAR(rate(a.narrow(0, 0, n - 1) & a.narrow(0, 1, n - 1)), p * p, 0.003);
+  EXPECT_NEAR(rate(a & b), p * p, 0.003);
+}
+
 TEST(Dropout, RepeatableUnderManualSeedAtAnyThreadCount) {
   ThreadCountGuard keep_threads;
   auto x = torch::randn({64, 333});

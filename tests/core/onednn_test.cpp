@@ -69,6 +69,18 @@ TEST(OneDnnMatmul, TakesTheAttentionLayoutsAndMatchesTheOracle) {
   }
 }
 
+TEST(OneDnnMatmul, AddsABiasInTheSamePass) {
+  skip_without_onednn();
+  torch::manual_seed(6);
+  const auto x = torch::randn({37, 19});
+  const auto w = torch::randn({23, 19});  // [out, in], read transposed as a layer does
+  const auto bias = torch::randn({23});
+  const auto out = onednn_matmul(x, w.t(), bias);
+  ASSERT_TRUE(out.defined()) << "oneDNN declined the bias";
+  EXPECT_LT(max_abs_diff(out, oracle(x, w.t()) + bias.to(torch::kFloat64)), 1e-4);
+  EXPECT_FALSE(onednn_matmul(x, w.t(), torch::randn({22})).defined()) << "bias of the wrong size";
+}
+
 TEST(OneDnnMatmul, Bf16ProductsRoundOnlyTheirInputsAndOutput) {
   skip_without_onednn();
   torch::manual_seed(4);

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "txl/model/dropout.h"  // apply_dropout, relu_dropout: kernels of the same kind
+
 namespace txl {
 
 // out[..., m, n] = a[..., m, k] @ b[..., k, n]; leading (batch) dimensions broadcast; with
@@ -24,20 +26,6 @@ torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
 // Not called linear: argument-dependent lookup would also find at::linear.
 torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias = {});
-
-// Inverted dropout: zeroes each element with probability p and scales the rest by
-// 1 / (1 - p); identity when !training or p == 0. LibTorch's CPU bernoulli_ draws one
-// Mersenne-Twister number per element on one thread; this hashes (seed, index) with
-// SplitMix64 on every thread. The seed comes from LibTorch's default generator, so
-// torch::manual_seed still makes runs repeatable (at any thread count).
-// Not called dropout: dropout(x, p, train) would be ambiguous with at::dropout (found by
-// argument-dependent lookup).
-torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
-
-// apply_dropout(relu(x), p, training) in one multiply: the mask already holds zero where
-// x <= 0, so ReLU's own pass and its backward pass (threshold_backward) disappear. The
-// gradient is the same (ReLU's derivative at 0 taken as 0, as torch::relu does).
-torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training);
 
 // Per-token negative log-likelihood in float32, with autograd:
 // nll[i] = logsumexp(logits[i, :]) - logits[i, targets[i]].      logits [N, V], targets [N] -> [N]

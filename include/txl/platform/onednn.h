@@ -21,11 +21,13 @@ bool onednn_matmul_enabled();
 // "oneDNN 2.6.3 (...)" or why not, for txl info and the bench.
 std::string onednn_matmul_status();
 
-// out[..., m, n] = a[..., m, k] @ b[..., k, n] for CPU tensors of one dtype (float32 or
-// bfloat16) of equal rank (2 to 6), any strides; a batch dimension of size 1 in a or b
-// broadcasts. Returns an undefined tensor, having done nothing, when oneDNN is not enabled,
-// cannot take these tensors, or would run its reference (untuned) implementation; the caller
-// then uses LibTorch's own operator. No autograd.
-torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b);
+// out[..., m, n] = a[..., m, k] @ b[..., k, n] (+ bias[n] when given, added in the same
+// pass) for CPU tensors of one dtype (float32 or bfloat16) of equal rank (2 to 6), any
+// strides; a batch dimension of size 1 in a or b broadcasts. Returns an undefined tensor,
+// having done nothing, when oneDNN is not enabled, cannot take these tensors, or would run its
+// reference (untuned) implementation; the caller then uses LibTorch's own operator. No
+// autograd.
+torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
+                            const torch::Tensor& bias = {});
 
 }  // namespace txl
