@@ -14,6 +14,7 @@
 #include "txl/platform/process.h"
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
+#include "txl/train/adamw_step.h"
 #include "txl/train/step_checks.h"
 
 namespace txl {
@@ -170,7 +171,7 @@ void timed_step(TransformerLM& model, torch::optim::AdamW& optimizer, const Conf
   const double loss_value = loss.item<double>();
   TORCH_CHECK(std::isfinite(loss_value), "bench: loss is not finite");
   const auto t3 = Clock::now();
-  optimizer.step();
+  adamw_step(optimizer);
   const auto t4 = finished(device);
   total.forward_ms += ms_between(t0, t1);
   total.backward_ms += ms_between(t1, t2);

@@ -27,6 +27,7 @@
 #include "txl/train/metrics_log.h"
 #include "txl/train/resume.h"
 #include "txl/train/schedule.h"
+#include "txl/train/adamw_step.h"
 #include "txl/train/step_checks.h"
 #include "txl/train/validation.h"
 #include "txl/util/clock.h"
@@ -289,7 +290,7 @@ void handle_nonfinite(TrainRun& run, const StepSnapshot& before, const StepOutco
 
 void apply_step(TrainRun& run, const StepOutcome& step) {
   run.consecutive_skips = 0;
-  run.optimizer.step();
+  adamw_step(run.optimizer);
   run.state.interval_loss_sum += step.loss;
   run.state.interval_finite += 1;
 }

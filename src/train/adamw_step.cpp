@@ -1,0 +1,120 @@
+#include "txl/train/adamw_step.h"
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "txl/platform/parallel.h"
+
+namespace txl {
+
+namespace {
+
+// The key of a parameter in Optimizer::state(): LibTorch 1.13 names it by the address of
+// its TensorImpl as a string, 2.x by the address itself. Decided from the map's key type.
+template <typename Map>
+typename Map::key_type state_key(const Map&, const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    return c10::guts::to_string(p.unsafeGetTensorImpl());
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+// The state of p, created as step() creates it (zero moments) when missing.
+template <typename Map>
+torch::optim::AdamWParamState& state_of(Map& states, const torch::Tensor& p) {
+  const auto key = state_key(states, p);
+  auto found = states.find(key);
+  if (found == states.end()) {
+    auto state = std::make_unique<torch::optim::AdamWParamState>();
+    state->step(0);
+    state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    found = states.emplace(key, std::move(state)).first;
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*found->second);
+}
+
+// The step's scalars for one parameter, in the order step() applies them.
+struct AdamWScalars {
+  float decay;  // 1 - lr * weight_decay
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float sqrt_bc2;  // sqrt(1 - beta2^step)
+  float eps;
+  float step_size;  // lr / (1 - beta1^step)
+};
+
+// p = p * decay; m = m * b1 + g * (1 - b1); v = v * b2 + (1 - b2) * g * g;
+// p = p - step_size * m / (sqrt(v) / sqrt_bc2 + eps)
+void update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s) {
+  parallel_chunks(n, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float gi = g[i];
+      const float pi = p[i] * s.decay;
+      const float mi = m[i] * s.beta1 + gi * s.one_minus_beta1;
+      const float vi = v[i] * s.beta2 + s.one_minus_beta2 * gi * gi;
+      const float denom = std::sqrt(vi) / s.sqrt_bc2 + s.eps;
+      m[i] = mi;
+      v[i] = vi;
+      p[i] = pi - s.step_size * (mi / denom);
+    }
+  });
+}
+
+bool fusable(const torch::optim::AdamW& optimizer) {
+  for (const auto& group : optimizer.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    if (o.amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      if (!p.is_cpu() || p.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
+          p.grad().scalar_type() != torch::kFloat32 || p.grad().is_sparse())
+        return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
+                                                 const torch::Tensor& p) {
+  auto& states = optimizer.state();
+  const auto found = states.find(state_key(states, p));
+  if (found == states.end()) return nullptr;
+  return static_cast<const torch::optim::AdamWParamState*>(found->second.get());
+}
+
+void adamw_step(torch::optim::AdamW& optimizer) {
+  if (!fusable(optimizer)) {
+    optimizer.step();
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& group : optimizer.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& state = state_of(optimizer.state(), p);
+      state.step(state.step() + 1);
+      const auto step = static_cast<double>(state.step());
+      const AdamWScalars s{static_cast<float>(1.0 - o.lr() * o.weight_decay()),
+                           static_cast<float>(beta1),
+                           static_cast<float>(1.0 - beta1),
+                           static_cast<float>(beta2),
+                           static_cast<float>(1.0 - beta2),
+                           static_cast<float>(std::sqrt(1.0 - std::pow(beta2, step))),
+                           static_cast<float>(o.eps()),
+                           static_cast<float>(o.lr() / (1.0 - std::pow(beta1, step)))};
+      TORCH_CHECK(state.exp_avg().is_contiguous() && state.exp_avg_sq().is_contiguous(),
+                  "AdamW moments of a contiguous parameter must be contiguous");
+      const auto g = p.grad().contiguous();
+      update(p.data_ptr<float>(), g.data_ptr<float>(), state.exp_avg().data_ptr<float>(),
+             state.exp_avg_sq().data_ptr<float>(), p.numel(), s);
+    }
+  }
+}
+
+}  // namespace txl

@@ -1,0 +1,92 @@
+// adamw_step against torch::optim::AdamW::step, the update it replaces: the same parameters
+// and moments after several steps with changing gradients and learning rate, a parameter
+// without a gradient left alone, and a state that torch's own step continues from.
+#include "txl/train/adamw_step.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace txl {
+namespace {
+
+using testing::max_abs_diff;
+
+std::vector<torch::Tensor> make_parameters() {
+  torch::manual_seed(8);
+  return {torch::randn({300, 7}).requires_grad_(), torch::randn({70001}).requires_grad_(),
+          torch::randn({5}).requires_grad_()};
+}
+
+torch::optim::AdamW make_optimizer(const std::vector<torch::Tensor>& params) {
+  return torch::optim::AdamW(
+      params, torch::optim::AdamWOptions(3e-3).weight_decay(0.1).betas({0.9, 0.98}).eps(1e-7));
+}
+
+// Gradients for step `step` (the last parameter gets none at odd steps).
+void set_gradients(std::vector<torch::Tensor>& params, int step) {
+  torch::manual_seed(100 + step);
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].mutable_grad() =
+        (i == 2 && step % 2 == 1) ? torch::Tensor() : torch::randn(params[i].sizes());
+  }
+}
+
+void set_lr(torch::optim::AdamW& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+}
+
+TEST(AdamWStep, FollowsTorchsAdamWOverSeveralSteps) {
+  auto ours = make_parameters();
+  auto theirs = make_parameters();
+  auto ours_opt = make_optimizer(ours);
+  auto theirs_opt = make_optimizer(theirs);
+  for (int step = 0; step < 6; ++step) {
+    set_gradients(ours, step);
+    set_gradients(theirs, step);
+    set_lr(ours_opt, 3e-3 / (1 + step));
+    set_lr(theirs_opt, 3e-3 / (1 + step));
+    adamw_step(ours_opt);
+    theirs_opt.step();
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_LT(max_abs_diff(ours[i], theirs[i]), 1e-6) << "parameter " << i;
+    ASSERT_NE(adamw_state(ours_opt, ours[i]), nullptr);
+    ASSERT_NE(adamw_state(theirs_opt, theirs[i]), nullptr);
+    const auto& a = *adamw_state(ours_opt, ours[i]);
+    const auto& b = *adamw_state(theirs_opt, theirs[i]);
+    EXPECT_EQ(a.step(), b.step()) << "parameter " << i;
+    EXPECT_LT(max_abs_diff(a.exp_avg(), b.exp_avg()), 1e-6) << "parameter " << i;
+    EXPECT_LT(max_abs_diff(a.exp_avg_sq(), b.exp_avg_sq()), 1e-6) << "parameter " << i;
+  }
+  EXPECT_EQ(adamw_state(ours_opt, ours[2])->step(), 3)
+      << "a parameter without a gradient is not stepped";
+  // torch's step takes over the state adamw_step left, and the two stay together.
+  set_gradients(ours, 6);
+  set_gradients(theirs, 6);
+  ours_opt.step();
+  theirs_opt.step();
+  for (size_t i = 0; i < ours.size(); ++i)
+    EXPECT_LT(max_abs_diff(ours[i], theirs[i]), 1e-6) << "parameter " << i << " after step()";
+}
+
+TEST(AdamWStep, HandsWhatItDoesNotFuseToTorch) {
+  auto params = make_parameters();
+  for (auto& p : params) p = p.detach().to(torch::kFloat64).requires_grad_();
+  auto reference = make_parameters();
+  for (auto& p : reference) p = p.detach().to(torch::kFloat64).requires_grad_();
+  auto opt = make_optimizer(params);
+  auto ref_opt = make_optimizer(reference);
+  set_gradients(params, 0);
+  set_gradients(reference, 0);
+  for (auto& p : params) p.mutable_grad() = p.grad().to(torch::kFloat64);
+  for (auto& p : reference) p.mutable_grad() = p.grad().to(torch::kFloat64);
+  adamw_step(opt);
+  ref_opt.step();
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(max_abs_diff(params[i], reference[i]), 0.0) << "float64 goes to step() itself";
+}
+
+}  // namespace
+}  // namespace txl
