@@ -259,7 +259,7 @@ torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
   const bool fp32 = x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 &&
                     (!bias.defined() || bias.scalar_type() == torch::kFloat32);
   // Under autocast LibTorch's linear casts to bf16 and calls oneDNN itself.
-  if (!onednn_matmul_enabled() || !x.is_cpu() || !fp32 || x.dim() < 1 ||
+  if (!onednn_for_layers() || !x.is_cpu() || !fp32 || x.dim() < 1 ||
       autocast_enabled(c10::DeviceType::CPU)) {
     return torch::linear(x, weight, bias);
   }

@@ -129,12 +129,29 @@ bool onednn_matmul_enabled() {
   return enabled;
 }
 
+bool onednn_for_layers() {
+  static const bool avx512 = [] {
+    switch (dnnl::get_effective_cpu_isa()) {
+      case dnnl::cpu_isa::avx512_core:
+      case dnnl::cpu_isa::avx512_core_vnni:
+      case dnnl::cpu_isa::avx512_core_bf16:
+      case dnnl::cpu_isa::avx512_core_amx:
+        return true;
+      default:
+        return false;
+    }
+  }();
+  return onednn_matmul_enabled() && avx512;
+}
+
 std::string onednn_matmul_status() {
   const auto* v = dnnl::version();
   std::string s = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                   std::to_string(v->patch) + " (" + isa_name(dnnl::get_effective_cpu_isa()) + ")";
-  return onednn_matmul_enabled() ? s + " for fp32 layers and attention products"
-                                 : s + ", switched off by TXL_ONEDNN=0";
+  if (!onednn_matmul_enabled()) return s + ", switched off by TXL_ONEDNN=0";
+  return onednn_for_layers() ? s + " for fp32 layers and attention products"
+                             : s + " for fp32 attention products (layers: the BLAS, faster "
+                                   "below AVX-512)";
 }
 
 torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
@@ -181,6 +198,8 @@ torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
 #else  // no oneDNN headers at build time
 
 bool onednn_matmul_enabled() { return false; }
+
+bool onednn_for_layers() { return false; }
 
 std::string onednn_matmul_status() {
   return switched_off() ? "not built in (and TXL_ONEDNN=0)"

@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "txl/model/kernels.h"
+#include "txl/platform/cpu.h"
 #include "txl/platform/process.h"
 
 namespace txl {
@@ -127,6 +128,21 @@ TEST(OneDnnMatmul, BatchedMatmulGradientsThroughItMatchTheOracle) {
   EXPECT_LT(max_abs_diff(grads[0].to(torch::kFloat64), want_grads[0]), 1e-4);
   ASSERT_EQ(grads[1].sizes(), r.sizes()) << "the broadcast operand's gradient is summed over B";
   EXPECT_LT(max_abs_diff(grads[1].to(torch::kFloat64), want_grads[1]), 1e-4);
+}
+
+// The layers take oneDNN only with its AVX-512 kernels; the capped child below checks the
+// other side of that decision.
+TEST(OneDnnMatmul, LayersTakeItOnlyWithItsAvx512Kernels) {
+  skip_without_onednn();
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const bool capped_at_avx2 = cap != nullptr && std::string(cap) == "AVX2";
+  const auto cpu = detect_cpu_flags();
+  const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
+  EXPECT_EQ(onednn_for_layers(), avx512 && !capped_at_avx2) << onednn_matmul_status();
+  EXPECT_NE(onednn_matmul_status().find(onednn_for_layers() ? "layers and attention"
+                                                            : "attention products (layers"),
+            std::string::npos)
+      << onednn_matmul_status();
 }
 
 // oneDNN picks its kernels from the CPU at run time; capping its instruction set (it reads

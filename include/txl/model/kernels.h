@@ -20,9 +20,10 @@ namespace txl {
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
 
 // y[..., out] = x[..., in] @ weight[out, in]^T + bias[out] (bias optional), with autograd:
-// torch::linear's function. In fp32 on the CPU (autocast off) its three products go to
-// oneDNN's matmul, which measured 1.6-2.1x OpenBLAS's (Haswell kernels) at the model's
-// shapes on a 2-core AMD EPYC (Zen 5); elsewhere, and without oneDNN, torch::linear.
+// torch::linear's function. In fp32 on the CPU (autocast off), where oneDNN runs its AVX-512
+// kernels (onednn_for_layers), its three products go to oneDNN's matmul, which measured
+// 1.6-2.1x OpenBLAS's (Haswell kernels) at the model's shapes on a 2-core AMD EPYC (Zen 5);
+// elsewhere torch::linear.
 // Not called linear: argument-dependent lookup would also find at::linear.
 torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias = {});

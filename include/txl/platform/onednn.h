@@ -18,7 +18,14 @@ namespace txl {
 // environment (TXL_ONEDNN=0, for comparing against LibTorch's path).
 bool onednn_matmul_enabled();
 
-// "oneDNN 2.6.3 (...)" or why not, for txl info and the bench.
+// Whether the layers' linear maps (txl::affine) go to oneDNN too: only where it runs its
+// AVX-512 kernels. With its instruction set capped at AVX2 its weight-gradient products
+// (g^T x) measured 0.53-0.73x OpenBLAS's Haswell kernels (fc2, fc1 of the reference config,
+// AMD EPYC Zen 5), and its forward products 0.89-1.07x; its batched attention products
+// stayed 2.5x faster, so those take oneDNN at any instruction set.
+bool onednn_for_layers();
+
+// "oneDNN 2.6.3 (...) for ..." or why not, for txl info and the bench.
 std::string onednn_matmul_status();
 
 // out[..., m, n] = a[..., m, k] @ b[..., k, n] (+ bias[n] when given, added in the same
