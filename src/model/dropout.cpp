@@ -21,38 +21,55 @@ inline uint32_t mix32(uint32_t x) {
 
 // What one pass needs: the stream's keys, the threshold and the scale.
 struct DropoutPlan {
-  uint32_t k0_base = 0, k1 = 0;  // k0 = k0_base ^ 0x9E3779B9 * hi32(index)
+  uint32_t k0 = 0, k1_base = 0;  // k1 = k1_base + mix32(hi32(index)): block_k1
   uint32_t drop_below = 0;       // dropped where the hash is below: p * 2^32
   float scale = 1.0f;            // 1 / (1 - p)
 };
 
 DropoutPlan plan_dropout(double p, uint64_t seed) {
   DropoutPlan plan;
-  plan.k0_base = static_cast<uint32_t>(seed);
-  plan.k1 = static_cast<uint32_t>(seed >> 32);
+  plan.k0 = static_cast<uint32_t>(seed);
+  plan.k1_base = static_cast<uint32_t>(seed >> 32);
   plan.drop_below = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   plan.scale = static_cast<float>(1.0 / (1.0 - p));
   return plan;
 }
 
+// The second round's key for the indices whose high 32 bits are `hi` (mix32(0) = 0: indices
+// below 2^32 use the seed's high half as it is).
+uint32_t block_k1(const DropoutPlan& plan, uint32_t hi) { return plan.k1_base + mix32(hi); }
+
 // out[i] = in[i] * scale where element first + i is kept (and, with a gate, gate[i] > 0),
 // else 0; i in [0, n), all indices of one 2^32 block (hi32 constant). A plain loop the
 // compiler vectorises; target_clones adds AVX2 and AVX-512 versions picked at load time by
 // what the CPU has, so nothing assumes the machine it was built on.
+// v where keep is 1, +0 where it is 0: a mask on the bits, so that an infinite or NaN input
+// is dropped to 0 (as ReLU then dropout would), where multiplying by 0 gives NaN, and the
+// loop has no branch (GCC keeps a float select's possibly trapping product on its branch).
+inline float keep_or_zero(float v, uint32_t keep) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0u - keep;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 template <typename T>
 inline void keep_scaled(const T* in, const T* gate, T* out, int64_t n, uint32_t first, uint32_t k0,
                         uint32_t k1, uint32_t drop_below, float scale) {
-  // Two loops without branches inside (a select, not an if), so that both vectorise.
+  // Two loops without branches inside, so that both vectorise.
   if (gate == nullptr) {
     for (int64_t i = 0; i < n; ++i) {
       const uint32_t h = mix32(mix32((first + static_cast<uint32_t>(i)) ^ k0) + k1);
-      out[i] = static_cast<T>(static_cast<float>(in[i]) * (h >= drop_below ? scale : 0.0f));
+      out[i] = static_cast<T>(
+          keep_or_zero(static_cast<float>(in[i]) * scale, static_cast<uint32_t>(h >= drop_below)));
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const uint32_t h = mix32(mix32((first + static_cast<uint32_t>(i)) ^ k0) + k1);
       const bool keep = (h >= drop_below) & (static_cast<float>(gate[i]) > 0.0f);
-      out[i] = static_cast<T>(static_cast<float>(in[i]) * (keep ? scale : 0.0f));
+      out[i] = static_cast<T>(
+          keep_or_zero(static_cast<float>(in[i]) * scale, static_cast<uint32_t>(keep)));
     }
   }
 }
@@ -101,19 +118,19 @@ torch::Tensor run_pass(const torch::Tensor& in, const torch::Tensor& gate,
     for (int64_t first = begin; first < end;) {
       const uint64_t hi = static_cast<uint64_t>(first) >> 32;
       const int64_t block_end = std::min<int64_t>(end, static_cast<int64_t>((hi + 1) << 32));
-      const uint32_t k0 = plan.k0_base ^ (0x9E3779B9u * static_cast<uint32_t>(hi));
+      const uint32_t k1 = block_k1(plan, static_cast<uint32_t>(hi));
       const auto lo = static_cast<uint32_t>(first);
       const int64_t n = block_end - first;
       if (fp32) {
         keep_scaled_f32(
             in.data_ptr<float>() + first, gate.defined() ? gate.data_ptr<float>() + first : nullptr,
-            out.data_ptr<float>() + first, n, lo, k0, plan.k1, plan.drop_below, plan.scale);
+            out.data_ptr<float>() + first, n, lo, plan.k0, k1, plan.drop_below, plan.scale);
       } else {
         const auto bits = [first](const torch::Tensor& t) {
           return reinterpret_cast<Bf16Bits*>(t.data_ptr<at::BFloat16>()) + first;
         };
-        keep_scaled_bf16(bits(in), gate.defined() ? bits(gate) : nullptr, bits(out), n, lo, k0,
-                         plan.k1, plan.drop_below, plan.scale);
+        keep_scaled_bf16(bits(in), gate.defined() ? bits(gate) : nullptr, bits(out), n, lo, plan.k0,
+                         k1, plan.drop_below, plan.scale);
       }
       first = block_end;
     }
@@ -158,9 +175,9 @@ int64_t draw_seed() {
 }  // namespace
 
 uint32_t dropout_hash(uint64_t seed, uint64_t index) {
-  const uint32_t k0 =
-      static_cast<uint32_t>(seed) ^ (0x9E3779B9u * static_cast<uint32_t>(index >> 32));
-  return mix32(mix32(static_cast<uint32_t>(index) ^ k0) + static_cast<uint32_t>(seed >> 32));
+  const auto plan = plan_dropout(0.5, seed);
+  const uint32_t k1 = block_k1(plan, static_cast<uint32_t>(index >> 32));
+  return mix32(mix32(static_cast<uint32_t>(index) ^ plan.k0) + k1);
 }
 
 torch::Tensor hashed_dropout(const torch::Tensor& x, double p, bool relu, uint64_t seed) {

@@ -263,6 +263,14 @@ torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
       autocast_enabled(c10::DeviceType::CPU)) {
     return torch::linear(x, weight, bias);
   }
+  return affine_on_onednn(x, weight, bias);
+}
+
+torch::Tensor affine_on_onednn(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias) {
+  TORCH_CHECK(
+      x.is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32,
+      "affine_on_onednn takes float32 CPU tensors, got ", x.scalar_type(), " on ", x.device());
   return Affine::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
 }
 

@@ -59,15 +59,18 @@ dnnl::memory::desc describe(const torch::Tensor& t, dnnl::memory::data_type type
                             dnnl::memory::dims(t.strides().begin(), t.strides().end()));
 }
 
-// The primitive for one combination of dtype, shapes and strides; null where oneDNN has only
-// its reference implementation for it (or none). Creating one JIT-compiles a kernel, so they
-// are kept: a training step asks for the same few dozen combinations every time.
-struct CachedMatmul {
-  std::unique_ptr<dnnl::matmul> primitive;
-};
+// The primitive for one combination of dtype, shapes, strides, bias and thread count (a
+// primitive keeps the thread count it was made with); null where oneDNN has only its
+// reference implementation for it (or none). Creating one JIT-compiles a kernel, so they are
+// kept: a training step asks for the same few dozen combinations every time. Sampling asks
+// for a new one per length, so the cache is emptied when it grows past kMaxCached.
+using CachedMatmul = std::shared_ptr<const dnnl::matmul>;
+constexpr size_t kMaxCached = 512;
 
-std::vector<int64_t> cache_key(const torch::Tensor& a, const torch::Tensor& b, bool bias) {
-  std::vector<int64_t> key = {static_cast<int64_t>(a.scalar_type()), a.dim(), bias ? 1 : 0};
+std::vector<int64_t> cache_key(const torch::Tensor& a, const torch::Tensor& b,
+                               const torch::Tensor& bias) {
+  std::vector<int64_t> key = {static_cast<int64_t>(a.scalar_type()), a.dim(),
+                              bias.defined() ? bias.stride(0) : 0, at::get_num_threads()};
   for (const auto& t : {a, b}) {
     key.insert(key.end(), t.sizes().begin(), t.sizes().end());
     key.insert(key.end(), t.strides().begin(), t.strides().end());
@@ -87,15 +90,17 @@ dnnl::memory::desc describe_bias(const torch::Tensor& bias, int64_t rank,
   return dnnl::memory::desc(dims, type, strides);
 }
 
-const CachedMatmul& find_or_create(const torch::Tensor& a, const torch::Tensor& b,
-                                   const torch::Tensor& bias, const torch::Tensor& out,
-                                   dnnl::memory::data_type type) {
+CachedMatmul find_or_create(const torch::Tensor& a, const torch::Tensor& b,
+                            const torch::Tensor& bias, const torch::Tensor& out,
+                            dnnl::memory::data_type type) {
+  auto& engine = cpu_engine();  // made before the cache, so destroyed after its primitives
   static std::mutex mutex;
   static std::map<std::vector<int64_t>, CachedMatmul> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto key = cache_key(a, b, bias.defined());
+  auto key = cache_key(a, b, bias);
   auto found = cache.find(key);
   if (found != cache.end()) return found->second;
+  if (cache.size() >= kMaxCached) cache.clear();
   CachedMatmul entry;
   try {
     const auto desc =
@@ -103,14 +108,15 @@ const CachedMatmul& find_or_create(const torch::Tensor& a, const torch::Tensor& 
             ? dnnl::matmul::desc(describe(a, type), describe(b, type),
                                  describe_bias(bias, a.dim(), type), describe(out, type))
             : dnnl::matmul::desc(describe(a, type), describe(b, type), describe(out, type));
-    const dnnl::matmul::primitive_desc pd(desc, cpu_engine());
+    const dnnl::matmul::primitive_desc pd(desc, engine);
     // "ref:any" loops element by element: LibTorch's path is faster than that.
     if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0)
-      entry.primitive = std::make_unique<dnnl::matmul>(pd);
+      entry = std::make_shared<const dnnl::matmul>(pd);
   } catch (const dnnl::error&) {
     // Shapes or strides it does not take: leave the entry empty.
   }
-  return cache.emplace(std::move(key), std::move(entry)).first->second;
+  cache.emplace(std::move(key), entry);
+  return entry;
 }
 
 // Whether oneDNN can read t as described: a stride of 0 (an expanded dimension) is not a
@@ -179,8 +185,8 @@ torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
   out_sizes[out_sizes.size() - 2] = a.size(-2);
   out_sizes.back() = b.size(-1);
   auto out = torch::empty(out_sizes, a.options().requires_grad(false));
-  const auto& cached = find_or_create(a, b, bias, out, type);
-  if (!cached.primitive) return {};
+  const auto primitive = find_or_create(a, b, bias, out, type);
+  if (!primitive) return {};
   auto& engine = cpu_engine();
   dnnl::stream stream(engine);
   std::unordered_map<int, dnnl::memory> args = {
@@ -190,7 +196,7 @@ torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS,
                  dnnl::memory(describe_bias(bias, a.dim(), type), engine, bias.data_ptr()));
-  cached.primitive->execute(stream, args);
+  primitive->execute(stream, args);
   stream.wait();
   return out;
 }

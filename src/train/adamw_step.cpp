@@ -1,6 +1,7 @@
 #include "txl/train/adamw_step.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -15,7 +16,9 @@ namespace {
 template <typename Map>
 typename Map::key_type state_key(const Map&, const torch::Tensor& p) {
   if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    std::ostringstream name;  // what 1.13's c10::guts::to_string writes
+    name << p.unsafeGetTensorImpl();
+    return name.str();
   } else {
     return p.unsafeGetTensorImpl();
   }
@@ -62,7 +65,9 @@ void update(float* p, const float* g, float* m, float* v, int64_t n, const AdamW
   });
 }
 
-bool fusable(const torch::optim::AdamW& optimizer) {
+}  // namespace
+
+bool adamw_step_is_fused(const torch::optim::AdamW& optimizer) {
   for (const auto& group : optimizer.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     if (o.amsgrad()) return false;
@@ -76,8 +81,6 @@ bool fusable(const torch::optim::AdamW& optimizer) {
   return true;
 }
 
-}  // namespace
-
 const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
                                                  const torch::Tensor& p) {
   auto& states = optimizer.state();
@@ -87,7 +90,7 @@ const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
 }
 
 void adamw_step(torch::optim::AdamW& optimizer) {
-  if (!fusable(optimizer)) {
+  if (!adamw_step_is_fused(optimizer)) {
     optimizer.step();
     return;
   }
@@ -98,6 +101,12 @@ void adamw_step(torch::optim::AdamW& optimizer) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& state = state_of(optimizer.state(), p);
+      // What step() would refuse through its tensor operations, refused before any change.
+      TORCH_CHECK(state.exp_avg().numel() == p.numel() && state.exp_avg_sq().numel() == p.numel(),
+                  "AdamW state of a parameter of ", p.numel(), " elements holds ",
+                  state.exp_avg().numel(), " and ", state.exp_avg_sq().numel());
+      TORCH_CHECK(state.exp_avg().is_contiguous() && state.exp_avg_sq().is_contiguous(),
+                  "AdamW moments of a contiguous parameter must be contiguous");
       state.step(state.step() + 1);
       const auto step = static_cast<double>(state.step());
       const AdamWScalars s{static_cast<float>(1.0 - o.lr() * o.weight_decay()),
@@ -108,11 +117,14 @@ void adamw_step(torch::optim::AdamW& optimizer) {
                            static_cast<float>(std::sqrt(1.0 - std::pow(beta2, step))),
                            static_cast<float>(o.eps()),
                            static_cast<float>(o.lr() / (1.0 - std::pow(beta1, step)))};
-      TORCH_CHECK(state.exp_avg().is_contiguous() && state.exp_avg_sq().is_contiguous(),
-                  "AdamW moments of a contiguous parameter must be contiguous");
       const auto g = p.grad().contiguous();
       update(p.data_ptr<float>(), g.data_ptr<float>(), state.exp_avg().data_ptr<float>(),
              state.exp_avg_sq().data_ptr<float>(), p.numel(), s);
+      // As step()'s in-place operations do: autograd then refuses graphs that saved the old
+      // values.
+      torch::autograd::impl::bump_version(p);
+      torch::autograd::impl::bump_version(state.exp_avg());
+      torch::autograd::impl::bump_version(state.exp_avg_sq());
     }
   }
 }

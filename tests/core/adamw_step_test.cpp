@@ -45,6 +45,7 @@ TEST(AdamWStep, FollowsTorchsAdamWOverSeveralSteps) {
   for (int step = 0; step < 6; ++step) {
     set_gradients(ours, step);
     set_gradients(theirs, step);
+    ASSERT_TRUE(adamw_step_is_fused(ours_opt)) << "the one-pass update is what is compared";
     set_lr(ours_opt, 3e-3 / (1 + step));
     set_lr(theirs_opt, 3e-3 / (1 + step));
     adamw_step(ours_opt);
@@ -82,6 +83,7 @@ TEST(AdamWStep, HandsWhatItDoesNotFuseToTorch) {
   set_gradients(reference, 0);
   for (auto& p : params) p.mutable_grad() = p.grad().to(torch::kFloat64);
   for (auto& p : reference) p.mutable_grad() = p.grad().to(torch::kFloat64);
+  EXPECT_FALSE(adamw_step_is_fused(opt));
   adamw_step(opt);
   ref_opt.step();
   for (size_t i = 0; i < params.size(); ++i)

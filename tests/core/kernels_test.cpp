@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "test_util.h"
 #include "txl/model/positional.h"
 #include "txl/platform/runtime.h"
@@ -60,30 +62,34 @@ TEST(BatchedMatmul, MatchesMatmulWithGradients) {
 TEST(Affine, MatchesLinearWithGradientsForWeightViewsWithAndWithoutBias) {
   torch::manual_seed(2);
   const auto full = torch::randn({30, 24});
-  for (const bool with_bias : {false, true}) {
-    auto x = torch::randn({3, 7, 24}).requires_grad_(true);
-    auto w_all = full.clone().requires_grad_(true);
-    auto bias = with_bias ? torch::randn({20}).requires_grad_(true) : torch::Tensor();
-    auto y = affine(x, w_all.narrow(0, 10, 20), bias);  // [3, 7, 20]
-    const auto g = torch::randn(y.sizes());
-    std::vector<torch::Tensor> inputs = {x, w_all};
-    if (with_bias) inputs.push_back(bias);
-    const auto grads = torch::autograd::grad({y}, inputs, {g});
+  // affine as this CPU runs it, and its oneDNN path whatever the CPU.
+  for (const auto& [path, fn] :
+       {std::pair{"affine", &affine}, std::pair{"affine_on_onednn", &affine_on_onednn}})
+    for (const bool with_bias : {false, true}) {
+      SCOPED_TRACE(path);
+      auto x = torch::randn({3, 7, 24}).requires_grad_(true);
+      auto w_all = full.clone().requires_grad_(true);
+      auto bias = with_bias ? torch::randn({20}).requires_grad_(true) : torch::Tensor();
+      auto y = fn(x, w_all.narrow(0, 10, 20), bias);  // [3, 7, 20]
+      const auto g = torch::randn(y.sizes());
+      std::vector<torch::Tensor> inputs = {x, w_all};
+      if (with_bias) inputs.push_back(bias);
+      const auto grads = torch::autograd::grad({y}, inputs, {g});
 
-    std::vector<torch::Tensor> inputs64;
-    for (const auto& t : inputs)
-      inputs64.push_back(t.detach().to(torch::kFloat64).requires_grad_());
-    const auto want = torch::linear(inputs64[0], inputs64[1].narrow(0, 10, 20),
-                                    with_bias ? inputs64[2] : torch::Tensor());
-    const auto want_grads = torch::autograd::grad({want}, inputs64, {g.to(torch::kFloat64)});
-    ASSERT_EQ(y.sizes(), want.sizes());
-    EXPECT_LT(max_abs_diff(y, want), 1e-4) << "bias " << with_bias;
-    for (size_t i = 0; i < grads.size(); ++i)
-      EXPECT_LT(max_abs_diff(grads[i], want_grads[i]), 1e-4)
-          << "input " << i << ", bias " << with_bias;
-    EXPECT_EQ(max_abs_diff(grads[1].narrow(0, 0, 10), torch::zeros({10, 24})), 0.0)
-        << "rows outside the view get no gradient";
-  }
+      std::vector<torch::Tensor> inputs64;
+      for (const auto& t : inputs)
+        inputs64.push_back(t.detach().to(torch::kFloat64).requires_grad_());
+      const auto want = torch::linear(inputs64[0], inputs64[1].narrow(0, 10, 20),
+                                      with_bias ? inputs64[2] : torch::Tensor());
+      const auto want_grads = torch::autograd::grad({want}, inputs64, {g.to(torch::kFloat64)});
+      ASSERT_EQ(y.sizes(), want.sizes());
+      EXPECT_LT(max_abs_diff(y, want), 1e-4) << "bias " << with_bias;
+      for (size_t i = 0; i < grads.size(); ++i)
+        EXPECT_LT(max_abs_diff(grads[i], want_grads[i]), 1e-4)
+            << "input " << i << ", bias " << with_bias;
+      EXPECT_EQ(max_abs_diff(grads[1].narrow(0, 0, 10), torch::zeros({10, 24})), 0.0)
+          << "rows outside the view get no gradient";
+    }
 }
 
 TEST(Affine, UnderAutocastGivesWhatLinearGives) {
@@ -97,7 +103,7 @@ TEST(Affine, UnderAutocastGivesWhatLinearGives) {
 
 TEST(Dropout, DropsAboutPAndScalesTheRest) {
   torch::manual_seed(2);
-  auto x = torch::ones({1000, 101});  // odd row length: the pairwise draws cover a tail
+  auto x = torch::ones({1000, 101});  // odd length: the vector loop leaves a tail
   auto y = apply_dropout(x, 0.3, /*training=*/true);
   const double dropped = (y == 0).to(torch::kFloat64).mean().item<double>();
   EXPECT_NEAR(dropped, 0.3, 0.01);
@@ -117,9 +123,9 @@ uint32_t lowbias32(uint32_t x) {
   return x;
 }
 uint32_t formula_hash(uint64_t seed, uint64_t index) {
-  const uint32_t k0 =
-      static_cast<uint32_t>(seed) ^ (0x9E3779B9u * static_cast<uint32_t>(index >> 32));
-  const uint32_t k1 = static_cast<uint32_t>(seed >> 32);
+  const uint32_t k0 = static_cast<uint32_t>(seed);
+  const uint32_t k1 =
+      static_cast<uint32_t>(seed >> 32) + lowbias32(static_cast<uint32_t>(index >> 32));
   return lowbias32(lowbias32(static_cast<uint32_t>(index) ^ k0) + k1);
 }
 
@@ -150,6 +156,22 @@ TEST(Dropout, HashedKernelEqualsItsFormulaElementByElement) {
       }
       EXPECT_EQ(wrong, 0) << "dtype " << dtype << ", relu " << relu;
     }
+  }
+}
+
+TEST(Dropout, DroppedAndGatedInfinitiesBecomeZeroNotNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto x = torch::tensor({-inf, inf}).repeat({500});  // [1000]
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto xt = x.to(dtype);
+    const auto relu = relu_dropout(xt, 0.5, true).to(torch::kFloat32);
+    const auto plain = apply_dropout(xt, 0.5, true).to(torch::kFloat32);
+    EXPECT_FALSE(relu.isnan().any().item<bool>()) << dtype;
+    EXPECT_FALSE(plain.isnan().any().item<bool>()) << dtype;
+    EXPECT_TRUE((relu.slice(0, 0, 1000, 2) == 0).all().item<bool>()) << "ReLU gates -inf to 0";
+    const auto kept = (plain != 0).to(torch::kFloat64).mean().item<double>();
+    EXPECT_GT(kept, 0.4) << dtype;
+    EXPECT_LT(kept, 0.6) << dtype;
   }
 }
 

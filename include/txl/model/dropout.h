@@ -18,7 +18,7 @@
 namespace txl {
 
 // The 32-bit uniform behind element `index` of the call seeded `seed`: with
-// k0 = lo32(seed) ^ 0x9E3779B9 * hi32(index) and k1 = hi32(seed),
+// k0 = lo32(seed) and k1 = hi32(seed) + mix32(hi32(index)) (mod 2^32),
 //   h = mix32(mix32(lo32(index) ^ k0) + k1), where mix32(x) is Wellons' "lowbias32":
 //   x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16.
 uint32_t dropout_hash(uint64_t seed, uint64_t index);

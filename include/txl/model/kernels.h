@@ -28,6 +28,12 @@ torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
 torch::Tensor affine(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias = {});
 
+// affine's oneDNN path whatever onednn_for_layers() says (each product falls back to
+// LibTorch's where oneDNN declines, or without oneDNN): fp32 CPU tensors only. What affine
+// runs on AVX-512 CPUs, callable on any, for tests.
+torch::Tensor affine_on_onednn(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias = {});
+
 // Per-token negative log-likelihood in float32, with autograd:
 // nll[i] = logsumexp(logits[i, :]) - logits[i, targets[i]].      logits [N, V], targets [N] -> [N]
 // The same numbers as cross_entropy(logits.float(), targets, reduction none). It works through

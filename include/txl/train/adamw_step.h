@@ -17,6 +17,9 @@ namespace txl {
 // gradient are skipped, as step() skips them.
 void adamw_step(torch::optim::AdamW& optimizer);
 
+// Whether adamw_step does its own pass for this optimizer (else it calls step()).
+bool adamw_step_is_fused(const torch::optim::AdamW& optimizer);
+
 // The optimizer's state for parameter p, or null before its first step (the state map's key
 // differs between LibTorch versions; this hides it).
 const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
