@@ -39,10 +39,11 @@ DropoutPlan plan_dropout(double p, uint64_t seed) {
 // below 2^32 use the seed's high half as it is).
 uint32_t block_k1(const DropoutPlan& plan, uint32_t hi) { return plan.k1_base + mix32(hi); }
 
-// out[i] = in[i] * scale where element first + i is kept (and, with a gate, gate[i] > 0),
-// else 0; i in [0, n), all indices of one 2^32 block (hi32 constant). A plain loop the
-// compiler vectorises; target_clones adds AVX2 and AVX-512 versions picked at load time by
-// what the CPU has, so nothing assumes the machine it was built on.
+// The hash of the index whose low 32 bits are `lo`, with its block's keys (dropout.h).
+inline uint32_t keep_hash(uint32_t lo, uint32_t k0, uint32_t k1) {
+  return mix32(mix32(lo ^ k0) + k1);
+}
+
 // v where keep is 1, +0 where it is 0: a mask on the bits, so that an infinite or NaN input
 // is dropped to 0 (as ReLU then dropout would), where multiplying by 0 gives NaN, and the
 // loop has no branch (GCC keeps a float select's possibly trapping product on its branch).
@@ -54,19 +55,23 @@ inline float keep_or_zero(float v, uint32_t keep) {
   return v;
 }
 
+// out[i] = in[i] * scale where element first + i is kept (and, with a gate, gate[i] > 0),
+// else 0; i in [0, n), all indices of one 2^32 block (hi32 constant). A plain loop the
+// compiler vectorises; target_clones adds AVX2 and AVX-512 versions picked at load time by
+// what the CPU has, so nothing assumes the machine it was built on.
 template <typename T>
 inline void keep_scaled(const T* in, const T* gate, T* out, int64_t n, uint32_t first, uint32_t k0,
                         uint32_t k1, uint32_t drop_below, float scale) {
   // Two loops without branches inside, so that both vectorise.
   if (gate == nullptr) {
     for (int64_t i = 0; i < n; ++i) {
-      const uint32_t h = mix32(mix32((first + static_cast<uint32_t>(i)) ^ k0) + k1);
+      const uint32_t h = keep_hash(first + static_cast<uint32_t>(i), k0, k1);
       out[i] = static_cast<T>(
           keep_or_zero(static_cast<float>(in[i]) * scale, static_cast<uint32_t>(h >= drop_below)));
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      const uint32_t h = mix32(mix32((first + static_cast<uint32_t>(i)) ^ k0) + k1);
+      const uint32_t h = keep_hash(first + static_cast<uint32_t>(i), k0, k1);
       const bool keep = (h >= drop_below) & (static_cast<float>(gate[i]) > 0.0f);
       out[i] = static_cast<T>(
           keep_or_zero(static_cast<float>(in[i]) * scale, static_cast<uint32_t>(keep)));
@@ -144,8 +149,7 @@ class HashedDropout : public torch::autograd::Function<HashedDropout> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                double p, bool relu, int64_t seed) {
-    const auto in = x.detach().contiguous();
-    auto out = run_pass(in, relu ? in : torch::Tensor(), plan_dropout(p, seed));
+    auto out = hashed_dropout(x, p, relu, static_cast<uint64_t>(seed));
     ctx->saved_data["p"] = p;
     ctx->saved_data["seed"] = seed;
     if (relu) ctx->save_for_backward({out});
@@ -175,9 +179,9 @@ int64_t draw_seed() {
 }  // namespace
 
 uint32_t dropout_hash(uint64_t seed, uint64_t index) {
-  const auto plan = plan_dropout(0.5, seed);
-  const uint32_t k1 = block_k1(plan, static_cast<uint32_t>(index >> 32));
-  return mix32(mix32(static_cast<uint32_t>(index) ^ plan.k0) + k1);
+  const auto plan = plan_dropout(0.5, seed);  // p does not enter the hash
+  return keep_hash(static_cast<uint32_t>(index), plan.k0,
+                   block_k1(plan, static_cast<uint32_t>(index >> 32)));
 }
 
 torch::Tensor hashed_dropout(const torch::Tensor& x, double p, bool relu, uint64_t seed) {

@@ -136,17 +136,9 @@ bool onednn_matmul_enabled() {
 }
 
 bool onednn_for_layers() {
-  static const bool avx512 = [] {
-    switch (dnnl::get_effective_cpu_isa()) {
-      case dnnl::cpu_isa::avx512_core:
-      case dnnl::cpu_isa::avx512_core_vnni:
-      case dnnl::cpu_isa::avx512_core_bf16:
-      case dnnl::cpu_isa::avx512_core_amx:
-        return true;
-      default:
-        return false;
-    }
-  }();
+  // The AVX-512 levels are the names isa_name gives with that prefix.
+  static const bool avx512 =
+      std::string(isa_name(dnnl::get_effective_cpu_isa())).rfind("avx512", 0) == 0;
   return onednn_matmul_enabled() && avx512;
 }
 
