@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# The GPU check, in two halves (README, "GPUs"):
+# The GPU check (README, "GPUs"), in two halves:
 #   scripts/gpu_check.sh deps          on a Debian machine: copies the header-only libraries
 #                                      (CLI11, nlohmann-json, spdlog, fmt) and GoogleTest's
 #                                      sources from Debian's -dev packages into deps/ (ignored
 #                                      by git), for a GPU machine that has none of them
-#   scripts/gpu_check.sh run OUT_DIR   on the GPU machine (a PyTorch 2.x with CUDA, CMake,
-#                                      ninja, the CUDA toolkit): builds txl against that
-#                                      PyTorch's LibTorch into build-cuda/, runs the device
-#                                      tests and `txl bench` on the reference config and a
-#                                      16-layer d_model 512 config in fp32 and bf16, and writes
-#                                      the logs and bench JSON to OUT_DIR
+#   scripts/gpu_check.sh run OUT_DIR   on the GPU machine (PyTorch 2.x with CUDA, CMake, ninja,
+#                                      the CUDA toolkit; no network, no -dev packages): builds
+#                                      txl and its core tests against that PyTorch's LibTorch
+#                                      into build-cuda/ on every core, runs the device tests
+#                                      (every encoding's losses and gradients against the CPU's,
+#                                      a short training run following the CPU's losses, and its
+#                                      checkpoint on either device), then `txl bench` of the
+#                                      reference config and of the Transformer-XL base shape (16
+#                                      layers, d_model 512, 8 heads, tgt_len = mem_len = 192,
+#                                      batch 32) in fp32 (TF32 products) and bf16. Logs, bench
+#                                      JSON and a summary go to OUT_DIR; exit 0 when every step
+#                                      passed.
+# Environment, for trying the whole script out on a machine without a GPU:
+#   TXL_TORCH_PREFIX=DIR        LibTorch's CMake prefix instead of asking python3's torch
+#   TXL_GPU_CHECK_DEVICE=cpu    bench on the CPU (default cuda); the device tests then skip
+#   TXL_GPU_CHECK_STEPS=N       timed steps per bench (default 20); TXL_GPU_CHECK_WARMUP=N (5)
+#   TXL_GPU_CHECK_SHAPES="reference base"  which shapes to bench (default both)
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
 source "$repo/scripts/lib.sh"
@@ -25,44 +36,85 @@ collect_deps() {
   echo "[gpu] deps/: $(du -sh deps | cut -f1) of headers and GoogleTest sources"
 }
 
-# A config file in OUT_DIR: the reference shape, or 16 layers of d_model 512.
+# A bench config: the reference shape (4 layers, d_model 256, 4 heads, 128 / 128, batch 16)
+# or Transformer-XL base (16 layers, d_model 512, 8 heads, d_inner 2048, 192 / 192, batch 32).
 write_bench_config() {
-  local path=$1 layers=$2 width=$3 heads=$4
+  local path=$1 shape=$2 device=$3
+  local layers=4 width=256 heads=4 len=128 batch=16
+  if [[ "$shape" == base ]]; then layers=16 width=512 heads=8 len=192 batch=32; fi
   cat >"$path" <<JSON
 {"model": {"pos_encoding": "relative", "n_layer": $layers, "d_model": $width, "n_head": $heads,
            "d_head": 64, "d_inner": $((4 * width)), "dropout": 0.1},
- "train": {"tgt_len": 128, "mem_len": 128, "batch_size": 16, "device": "cuda"}}
+ "train": {"tgt_len": $len, "mem_len": $len, "batch_size": $batch, "device": "$device"}}
 JSON
 }
 
+# Runs one step of the check, its output to OUT_DIR/NAME.log (and the terminal), and records
+# its status and time in the summary.
+step() {
+  local name=$1 start=$SECONDS status=0
+  shift
+  echo "[gpu] $name: $*"
+  "$@" 2>&1 | tee "$out/$name.log" || status=$?
+  local line
+  line="$(printf '%-22s exit %-3d %5d s' "$name" "$status" $(( SECONDS - start )))"
+  echo "[gpu] $line"
+  summary+=("$line")
+  if [[ $status -ne 0 ]]; then failed=1; fi
+  return 0
+}
+
+torch_prefix() {
+  if [[ -n "${TXL_TORCH_PREFIX:-}" ]]; then
+    echo "$TXL_TORCH_PREFIX"
+  else
+    python3 -c 'import torch; print(torch.utils.cmake_prefix_path)'
+  fi
+}
+
 run_check() {
-  local out=$1
+  out=$1
   mkdir -p "$out"
+  out="$(cd "$out" && pwd)"
+  summary=()
+  failed=0
+  local t0=$SECONDS device="${TXL_GPU_CHECK_DEVICE:-cuda}" steps="${TXL_GPU_CHECK_STEPS:-20}"
+  local warmup="${TXL_GPU_CHECK_WARMUP:-5}" shapes="${TXL_GPU_CHECK_SHAPES:-reference base}"
   local prefix
-  prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
-    "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)' |
-    tee "$out/torch.txt"
+  prefix="$(torch_prefix)"
+  if [[ -z "${TXL_TORCH_PREFIX:-}" ]]; then
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+      "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)' |
+      tee "$out/torch.txt"
+  fi
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
   local extra=()
   [[ -d deps/include ]] && extra+=("-DTXL_HEADER_DEPS=$repo/deps")
   [[ -d deps/googletest ]] && extra+=("-DTXL_GTEST_SOURCE=$repo/deps/googletest")
-  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    "${extra[@]}" 2>&1 | tee "$out/configure.log"
-  cmake --build build-cuda --target txl txl_core_tests 2>&1 | tail -n 40 | tee "$out/build.log"
-  build-cuda/txl info --no-bench | tee "$out/info.txt"
-  build-cuda/txl_core_tests \
-    --gtest_filter='DeviceNames*:ResolveDevice*:DeviceConfig*:DeviceCli*:*OnCuda*' \
-    2>&1 | tee "$out/tests.log"
-  write_bench_config "$out/reference.json" 4 256 4
-  write_bench_config "$out/large.json" 16 512 8
-  local config precision
-  for config in reference large; do
+  step configure cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" "${extra[@]+"${extra[@]}"}"
+  step build cmake --build build-cuda -j "$(nproc)" --target txl txl_core_tests
+  if [[ ! -x build-cuda/txl || ! -x build-cuda/txl_core_tests ]]; then
+    echo "[gpu] the build failed: $out/build.log" >&2
+    exit 1
+  fi
+  step info build-cuda/txl info --no-bench
+  step device-tests build-cuda/txl_core_tests \
+    --gtest_filter='DeviceNames*:ResolveDevice*:DeviceConfig*:DeviceCli*:*OnCuda*'
+  local shape precision
+  for shape in $shapes; do
+    write_bench_config "$out/$shape.json" "$shape" "$device"
     for precision in fp32 bf16; do
-      build-cuda/txl bench --config "$out/$config.json" --precision "$precision" --steps 20 \
-        --long-length 0 --json "$out/bench-$config-$precision.json" 2>&1 |
-        tee "$out/bench-$config-$precision.txt"
+      step "bench-$shape-$precision" build-cuda/txl bench --config "$out/$shape.json" \
+        --precision "$precision" --steps "$steps" --warmup "$warmup" --long-length 0 \
+        --json "$out/bench-$shape-$precision.json"
     done
   done
+  {
+    printf '%s\n' "${summary[@]}"
+    printf '%-22s %14d s\n' "total wall time" $(( SECONDS - t0 ))
+  } | tee "$out/summary.txt"
+  return "$failed"
 }
 
 case "${1:-}" in

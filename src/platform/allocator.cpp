@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <list>
 #include <mutex>
 #include <string>
@@ -12,6 +13,14 @@
 #include <vector>
 
 #include "txl/platform/runtime.h"
+#include "txl/platform/torch_compat.h"
+
+// LibTorch 2.3 made Allocator::allocate non-const and added copy_data (used by clone()).
+#if TXL_TORCH_AT_LEAST(2, 3)
+#define TXL_ALLOCATE_CONST
+#else
+#define TXL_ALLOCATE_CONST const
+#endif
 
 namespace txl {
 
@@ -31,7 +40,7 @@ class ReusingCpuAllocator final : public c10::Allocator {
  public:
   explicit ReusingCpuAllocator(c10::Allocator* small) : small_(small) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) TXL_ALLOCATE_CONST override {
     if (n < kMinKeptBytes) return small_->allocate(n);
     void* data = take(n);
     if (data == nullptr) data = c10::alloc_cpu(n);
@@ -41,6 +50,11 @@ class ReusingCpuAllocator final : public c10::Allocator {
     }
     // Context = data, as the default allocator does: raw_allocate() relies on it.
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  // Allocator::clone() copies through this in LibTorch 2.3+ (an extra method before).
+  void copy_data(void* dest, const void* src, size_t count) const {
+    if (count > 0) std::memcpy(dest, src, count);
   }
 
   // raw_deallocate() (used by oneDNN's bf16 path) frees through this, for blocks of every size.

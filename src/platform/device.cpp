@@ -1,6 +1,7 @@
 #include "txl/platform/device.h"
 
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -15,10 +16,13 @@ namespace {
 const char* const kAllowed = "cpu, cuda, cuda:N (N = 0, 1, ...) or auto";
 
 std::string no_cuda_message(const std::string& name, const std::string& source) {
+  if (!cuda_compiled_in())
+    return source + " " + name +
+           ": this LibTorch was built without CUDA (as Debian's libtorch-dev is); use cpu, or "
+           "build txl against a CUDA LibTorch (README, \"GPUs\")";
   return source + " " + name +
-         ": this LibTorch has no CUDA device (it was built without CUDA, as Debian's "
-         "libtorch-dev is, or no GPU is visible: check nvidia-smi and CUDA_VISIBLE_DEVICES); "
-         "use cpu, or build txl against a CUDA LibTorch (README, \"GPUs\")";
+         ": this LibTorch has CUDA but sees no GPU (check nvidia-smi, the driver and "
+         "CUDA_VISIBLE_DEVICES); use cpu";
 }
 
 }  // namespace
@@ -40,8 +44,14 @@ torch::Device resolve_device(const std::string& name, const std::string& source)
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
 }
 
+bool cuda_compiled_in() {
+  // libtorch_cuda registers its hooks under this name when it is loaded (1.13 and 2.x).
+  return at::CUDAHooksRegistry()->Has("CUDAHooks");
+}
+
 std::string describe_devices() {
-  if (!torch::cuda::is_available()) return "cpu; no CUDA device in this LibTorch";
+  if (!cuda_compiled_in()) return "cpu; CUDA not compiled into this LibTorch";
+  if (!torch::cuda::is_available()) return "cpu; CUDA compiled in, but no GPU visible";
   std::string out = "cpu";
   const auto count = torch::cuda::device_count();
   for (size_t i = 0; i < count; ++i) out += (i == 0 ? "; cuda:" : ", cuda:") + std::to_string(i);

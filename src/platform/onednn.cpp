@@ -44,6 +44,14 @@ const char* isa_name(dnnl::cpu_isa isa) {
       return "avx512_core_bf16";
     case dnnl::cpu_isa::avx512_core_amx:
       return "avx512_core_amx";
+#if DNNL_VERSION_MAJOR >= 3
+    case dnnl::cpu_isa::avx2_vnni_2:
+      return "avx2_vnni_2";
+    case dnnl::cpu_isa::avx512_core_fp16:
+      return "avx512_core_fp16";
+    case dnnl::cpu_isa::avx512_core_amx_fp16:
+      return "avx512_core_amx_fp16";
+#endif
     default:
       return "other";
   }
@@ -90,6 +98,20 @@ dnnl::memory::desc describe_bias(const torch::Tensor& bias, int64_t rank,
   return dnnl::memory::desc(dims, type, strides);
 }
 
+// The matmul's primitive description, bias optional (an empty desc): oneDNN 2.x made it
+// from an operation descriptor, 3.x from the memory descriptors directly.
+dnnl::matmul::primitive_desc describe_matmul(const dnnl::engine& engine,
+                                             const dnnl::memory::desc& a,
+                                             const dnnl::memory::desc& b,
+                                             const dnnl::memory::desc& bias,
+                                             const dnnl::memory::desc& out) {
+#if DNNL_VERSION_MAJOR >= 3
+  return dnnl::matmul::primitive_desc(engine, a, b, bias, out);
+#else
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, bias, out), engine);
+#endif
+}
+
 CachedMatmul find_or_create(const torch::Tensor& a, const torch::Tensor& b,
                             const torch::Tensor& bias, const torch::Tensor& out,
                             dnnl::memory::data_type type) {
@@ -103,12 +125,10 @@ CachedMatmul find_or_create(const torch::Tensor& a, const torch::Tensor& b,
   if (cache.size() >= kMaxCached) cache.clear();
   CachedMatmul entry;
   try {
-    const auto desc =
-        bias.defined()
-            ? dnnl::matmul::desc(describe(a, type), describe(b, type),
-                                 describe_bias(bias, a.dim(), type), describe(out, type))
-            : dnnl::matmul::desc(describe(a, type), describe(b, type), describe(out, type));
-    const dnnl::matmul::primitive_desc pd(desc, engine);
+    const auto pd =
+        describe_matmul(engine, describe(a, type), describe(b, type),
+                        bias.defined() ? describe_bias(bias, a.dim(), type) : dnnl::memory::desc(),
+                        describe(out, type));
     // "ref:any" loops element by element: LibTorch's path is faster than that.
     if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0)
       entry = std::make_shared<const dnnl::matmul>(pd);

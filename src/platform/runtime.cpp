@@ -13,6 +13,8 @@
 #include <mutex>
 #include <thread>
 
+#include "txl/platform/torch_compat.h"
+
 namespace txl {
 
 namespace {
@@ -121,8 +123,7 @@ int set_threads(int64_t requested) {
 
 // LibTorch 1.13 exposes CPU autocast as set_cpu_enabled / set_autocast_cpu_dtype; 2.4+
 // replaced them with device-generic calls.
-#if defined(TORCH_VERSION_MAJOR) && \
-    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+#if TXL_TORCH_AT_LEAST(2, 4)
 #define TXL_AUTOCAST_DEVICE_API 1
 #endif
 

@@ -42,8 +42,8 @@ std::string read_string(const json& j, const std::string& where) {
   return j.get<std::string>();
 }
 
-// A non-empty list without repeated values.
-const json& read_list(const json& j, const std::string& where) {
+// Refuses anything but a non-empty list without repeated values.
+void check_list(const json& j, const std::string& where) {
   if (!j.is_array()) throw InputError(where + " must be a list, got " + j.dump());
   if (j.empty()) throw InputError(where + " is an empty list; give at least one value");
   for (size_t i = 0; i < j.size(); ++i) {
@@ -54,7 +54,6 @@ const json& read_list(const json& j, const std::string& where) {
       }
     }
   }
-  return j;
 }
 
 // The value as --set writes it: strings bare, everything else as JSON.
@@ -79,7 +78,8 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   }
   if (j.contains("methods")) {
     e.methods.clear();
-    for (const auto& m : read_list(j["methods"], where + ".methods")) {
+    check_list(j["methods"], where + ".methods");
+    for (const auto& m : j["methods"]) {
       const std::string name = read_string(m, where + ".methods");
       try {
         parse_eval_method(name);
@@ -91,7 +91,8 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   }
   if (j.contains("lengths")) {
     e.lengths.clear();
-    for (const auto& v : read_list(j["lengths"], where + ".lengths")) {
+    check_list(j["lengths"], where + ".lengths");
+    for (const auto& v : j["lengths"]) {
       const int64_t length = read_int(v, where + ".lengths");
       if (length < 1)
         throw InputError(where + ".lengths: " + v.dump() + " is not a positive length");
@@ -106,7 +107,8 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   }
   if (j.contains("mem_lens")) {
     e.mem_lens.clear();
-    for (const auto& v : read_list(j["mem_lens"], where + ".mem_lens")) {
+    check_list(j["mem_lens"], where + ".mem_lens");
+    for (const auto& v : j["mem_lens"]) {
       const int64_t m = read_int(v, where + ".mem_lens");
       if (m < -1)
         throw InputError(where + ".mem_lens: " + v.dump() +
@@ -116,8 +118,8 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   }
   if (j.contains("aids")) {
     e.aids.clear();
-    for (const auto& v : read_list(j["aids"], where + ".aids"))
-      e.aids.push_back(read_string(v, where + ".aids"));
+    check_list(j["aids"], where + ".aids");
+    for (const auto& v : j["aids"]) e.aids.push_back(read_string(v, where + ".aids"));
   }
   if (j.contains("max_tokens")) {
     e.max_tokens = read_int(j["max_tokens"], where + ".max_tokens");
@@ -209,8 +211,8 @@ std::vector<GridAxis> parse_grid(const json& j, const std::string& where) {
   }
   axes.push_back({kSeedKey, {}});
   for (auto& axis : axes) {
-    for (const auto& v : read_list(j[axis.key], where + "[\"" + axis.key + "\"]"))
-      axis.values.push_back(v);
+    check_list(j[axis.key], where + "[\"" + axis.key + "\"]");
+    for (const auto& v : j[axis.key]) axis.values.push_back(v);
   }
   for (const auto& v : axes.back().values) read_int(v, where + "[\"train.seed\"]");
   return axes;

@@ -1,33 +1,18 @@
 #include "txl/train/adamw_step.h"
 
 #include <cmath>
-#include <sstream>
-#include <string>
-#include <type_traits>
 
 #include "txl/platform/parallel.h"
+#include "txl/platform/torch_compat.h"
 
 namespace txl {
 
 namespace {
 
-// The key of a parameter in Optimizer::state(): LibTorch 1.13 names it by the address of
-// its TensorImpl as a string, 2.x by the address itself. Decided from the map's key type.
-template <typename Map>
-typename Map::key_type state_key(const Map&, const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream name;  // what 1.13's c10::guts::to_string writes
-    name << p.unsafeGetTensorImpl();
-    return name.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
-
 // The state of p, created as step() creates it (zero moments) when missing.
 template <typename Map>
 torch::optim::AdamWParamState& state_of(Map& states, const torch::Tensor& p) {
-  const auto key = state_key(states, p);
+  const auto key = optimizer_state_key(states, p);
   auto found = states.find(key);
   if (found == states.end()) {
     auto state = std::make_unique<torch::optim::AdamWParamState>();
@@ -84,7 +69,7 @@ bool adamw_step_is_fused(const torch::optim::AdamW& optimizer) {
 const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
                                                  const torch::Tensor& p) {
   auto& states = optimizer.state();
-  const auto found = states.find(state_key(states, p));
+  const auto found = states.find(optimizer_state_key(states, p));
   if (found == states.end()) return nullptr;
   return static_cast<const torch::optim::AdamWParamState*>(found->second.get());
 }

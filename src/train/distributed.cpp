@@ -8,8 +8,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "txl/platform/tcp_store.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -77,14 +77,15 @@ Distributed::Distributed(const DistributedEnv& env) : env_(env) {
   group_ = std::make_unique<Group>();
   group_->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(env.timeout);
   group_->rank = env.rank;
+  const auto started = std::chrono::steady_clock::now();
   try {
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<std::uint16_t>(env.master_port);
-    options.isServer = env.rank == 0;
-    options.numWorkers = static_cast<size_t>(env.world_size);
-    options.waitWorkers = true;
-    options.timeout = group_->timeout;
-    group_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    TcpStoreSettings store;
+    store.host = env.master_addr;
+    store.port = static_cast<std::uint16_t>(env.master_port);
+    store.is_server = env.rank == 0;
+    store.workers = static_cast<size_t>(env.world_size);
+    store.timeout = group_->timeout;
+    group_->store = make_tcp_store(store);
     auto pg_options = c10d::ProcessGroupGloo::Options::create(group_->timeout);
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
       pg_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
@@ -98,8 +99,11 @@ Distributed::Distributed(const DistributedEnv& env) : env_(env) {
                                                              env.world_size, pg_options);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format(
-        "rank {} of {} could not join the others at {}:{} within {} s: {}", env.rank,
-        env.world_size, env.master_addr, env.master_port, env.timeout.count(), e.what()));
+        "rank {} of {} could not join the others at {}:{} (gave up after {:.1f} s; the "
+        "limit, TXL_DIST_TIMEOUT_S, is {} s): {}",
+        env.rank, env.world_size, env.master_addr, env.master_port,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        env.timeout.count(), e.what()));
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli_harness.h"
 #include "test_util.h"
+#include "txl/platform/torch_compat.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 
@@ -144,7 +145,7 @@ TEST(CheckpointFile, RoundTripRestoresEverythingTheNextStepNeeds) {
   EXPECT_EQ(options.lr(), 0.0042);
   EXPECT_EQ(options.weight_decay(), 0.1);
   for (const auto& p : model->parameters()) {
-    const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+    const auto key = optimizer_state_key(optimizer.state(), p);
     ASSERT_TRUE(optimizer.state().count(key));
     EXPECT_EQ(static_cast<torch::optim::AdamWParamState&>(*optimizer.state().at(key)).step(), 2);
   }

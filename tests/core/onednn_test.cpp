@@ -27,9 +27,10 @@ torch::Tensor oracle(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64).unsqueeze(-1) * b.to(torch::kFloat64).unsqueeze(-3)).sum(-2);
 }
 
-void skip_without_onednn() {
-  if (!onednn_matmul_enabled()) GTEST_SKIP() << "oneDNN not used here: " << onednn_matmul_status();
-}
+// A macro, not a function: GTEST_SKIP() returns from the function it is written in, and
+// must end the test itself (a helper's return let the test go on and fail).
+#define SKIP_WITHOUT_ONEDNN() \
+  if (!onednn_matmul_enabled()) GTEST_SKIP() << "oneDNN not used here: " << onednn_matmul_status()
 
 // Below AVX2 oneDNN may have only reference kernels for some layouts (which onednn_matmul
 // declines, correctly); the layouts are checked from AVX2 up.
@@ -55,7 +56,7 @@ AttentionOperands attention_operands(int64_t batch, int64_t heads, int64_t queri
 }
 
 TEST(OneDnnMatmul, TakesTheAttentionLayoutsAndMatchesTheOracle) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   if (below_avx2()) GTEST_SKIP() << "oneDNN below AVX2 here: " << onednn_matmul_status();
   torch::manual_seed(3);
   const auto o = attention_operands(2, 3, 24, 40, 16);
@@ -84,7 +85,7 @@ TEST(OneDnnMatmul, TakesTheAttentionLayoutsAndMatchesTheOracle) {
 }
 
 TEST(OneDnnMatmul, AddsABiasInTheSamePass) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   torch::manual_seed(6);
   const auto x = torch::randn({37, 19});
   const auto w = torch::randn({23, 19});  // [out, in], read transposed as a layer does
@@ -96,7 +97,7 @@ TEST(OneDnnMatmul, AddsABiasInTheSamePass) {
 }
 
 TEST(OneDnnMatmul, Bf16ProductsRoundOnlyTheirInputsAndOutput) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   torch::manual_seed(4);
   const auto a = torch::randn({4, 32, 48}).to(torch::kBFloat16);
   const auto b = torch::randn({4, 48, 40}).to(torch::kBFloat16);
@@ -112,7 +113,7 @@ TEST(OneDnnMatmul, Bf16ProductsRoundOnlyTheirInputsAndOutput) {
 }
 
 TEST(OneDnnMatmul, DeclinesWhatItCannotTakeSoCallersFallBack) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   const auto a = torch::randn({2, 3, 4});
   EXPECT_FALSE(onednn_matmul(a, torch::randn({2, 5, 6})).defined()) << "inner sizes differ";
   EXPECT_FALSE(onednn_matmul(a, torch::randn({3, 4, 6})).defined()) << "batch 2 against 3";
@@ -125,7 +126,7 @@ TEST(OneDnnMatmul, DeclinesWhatItCannotTakeSoCallersFallBack) {
 }
 
 TEST(OneDnnMatmul, BatchedMatmulGradientsThroughItMatchTheOracle) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   torch::manual_seed(5);
   auto o = attention_operands(2, 3, 24, 40, 16);
   auto q = o.q.detach().requires_grad_(true);
@@ -146,7 +147,7 @@ TEST(OneDnnMatmul, BatchedMatmulGradientsThroughItMatchTheOracle) {
 // The layers take oneDNN only with its AVX-512 kernels; the capped child below checks the
 // other side of that decision.
 TEST(OneDnnMatmul, LayersTakeItOnlyWithItsAvx512Kernels) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   const auto status = onednn_matmul_status();
   const bool avx512_kernels = status.find("(avx512") != std::string::npos;
   EXPECT_EQ(onednn_for_layers(), avx512_kernels) << status;
@@ -165,7 +166,7 @@ TEST(OneDnnMatmul, LayersTakeItOnlyWithItsAvx512Kernels) {
 // ONEDNN_MAX_CPU_ISA once, at start-up, hence a child process) shows what an AVX2-only CPU
 // gets: the same layouts taken, by JIT kernels, with the oracle's numbers.
 TEST(OneDnnMatmul, TakesTheSameLayoutsWithItsInstructionSetCappedAtAvx2) {
-  skip_without_onednn();
+  SKIP_WITHOUT_ONEDNN();
   if (std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr)
     GTEST_SKIP() << "oneDNN's instruction set is capped already";
   // The child's output goes to a file: CTest would read a "[  SKIPPED ]" line of the child's

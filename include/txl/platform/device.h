@@ -22,8 +22,11 @@ namespace txl {
 torch::Device resolve_device(const std::string& name, const std::string& source);
 
 // What txl can run on here, for `txl info`: e.g. "cpu; cuda:0, cuda:1" or
-// "cpu; no CUDA in this LibTorch".
+// "cpu; CUDA not compiled into this LibTorch".
 std::string describe_devices();
+
+// Whether the LibTorch txl runs on has CUDA (libtorch_cuda loaded), GPU or not.
+bool cuda_compiled_in();
 
 // Once per process, before the first model runs on `device`: on CUDA, TF32 for float32
 // matrix products and convolutions (GPUs without TF32 units ignore it), as NVIDIA's

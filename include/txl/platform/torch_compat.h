@@ -1,0 +1,34 @@
+// What differs between the LibTorch versions txl builds against (Debian 12's 1.13, Debian
+// 13's 2.6, a PyTorch 2.x wheel's), in one place. Code outside src/platform/ uses these
+// instead of testing versions itself.
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+// True when the LibTorch being compiled against is at least major.minor.
+#define TXL_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||      \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace txl {
+
+// The key of parameter p in an optimizer's state map (Optimizer::state()): LibTorch 1.13
+// names it by the address of its TensorImpl written as a string, 2.x by the address itself.
+// Decided from the map's key type, so it follows whatever the headers declare.
+template <typename Map>
+typename Map::key_type optimizer_state_key(const Map&, const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream name;  // what 1.13's c10::guts::to_string writes
+    name << p.unsafeGetTensorImpl();
+    return name.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+}  // namespace txl

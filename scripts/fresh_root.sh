@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs a command in a brand-new minimal Debian root holding a fresh clone of this repository,
+# as a newcomer's machine starts: no compiler, no libraries. CI runs the suite this way on
+# Debian 13 (the machine itself is Debian 12).
+#
+# Usage: scripts/fresh_root.sh SUITE 'COMMAND'   e.g. scripts/fresh_root.sh trixie 'bash scripts/test.sh'
+#   SUITE     a Debian suite debootstrap knows: trixie (13), bookworm (12)
+#   COMMAND   run by bash in the clone's root folder, as root
+# Environment:
+#   TXL_FRESH_DIR=DIR   where the root is made (default /var/tmp/txl-fresh-SUITE); emptied first
+#   TXL_FRESH_KEEP=1    keep the root afterwards (default: removed)
+# Needs root (debootstrap, chroot, mounts). Clones HEAD: uncommitted changes are not in it.
+# Exits with COMMAND's status; prints the time of each phase.
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+
+[[ $# -eq 2 && -n "$1" && -n "$2" ]] || { sed -n '5,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+suite="$1"
+command="$2"
+[[ "$suite" =~ ^[a-z]+$ ]] || { echo "error: suite '$suite' is not a Debian suite name (e.g. trixie)" >&2; exit 2; }
+root="${TXL_FRESH_DIR:-/var/tmp/txl-fresh-$suite}"
+[[ "$root" == /* && "$root" != / ]] || { echo "error: TXL_FRESH_DIR must be an absolute path other than /, got '$root'" >&2; exit 2; }
+[[ $(id -u) -eq 0 ]] || { echo "error: scripts/fresh_root.sh needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
+
+ensure_packages fresh debootstrap git
+
+# The mirror this machine's apt uses (deb822 or one-line sources), else Debian's own.
+mirror=""
+sources="$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)"
+mirror="$(awk '/^URIs:/ { print $2; exit } /^deb / { print $2; exit }' <<<"$sources")"
+[[ -n "$mirror" ]] || mirror=http://deb.debian.org/debian
+
+unmount_all() {
+  local m
+  for m in dev sys proc; do
+    if mountpoint -q "$root/$m" 2>/dev/null; then umount -l "$root/$m" || true; fi
+  done
+}
+# shellcheck disable=SC2317  # run by the EXIT trap
+cleanup() {
+  unmount_all
+  if [[ "${TXL_FRESH_KEEP:-0}" != 1 ]]; then rm -rf --one-file-system "$root"; fi
+}
+
+t0=$SECONDS
+unmount_all
+rm -rf --one-file-system "$root"
+trap cleanup EXIT
+log="$(mktemp)"
+if ! debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "error: debootstrap of $suite from $mirror failed (above)" >&2
+  exit 1
+fi
+rm -f "$log"
+t_root=$(( SECONDS - t0 ))
+echo "[fresh] $suite root made in $root ($t_root s, $(cat "$root/etc/debian_version"))"
+
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+git clone -q "$repo" "$root/src/txl"
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys"
+mount --rbind /dev "$root/dev"
+
+t1=$SECONDS
+status=0
+# A clean environment, as a new login would have, keeping what the CPU set-up of this
+# workplace exports (OpenBLAS's kernel choice), so both roots run the same kernels.
+keep=()
+for name in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE TXL_CI_SETUP_RUNS; do
+  if [[ -n "${!name:-}" ]]; then keep+=("$name=${!name}"); fi
+done
+chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "${keep[@]+"${keep[@]}"}" \
+  /bin/bash -c "cd /src/txl && $command" || status=$?
+echo "[fresh] $suite: '$command' exited with status $status after $(( SECONDS - t1 )) s (root $t_root s)"
+exit "$status"
