@@ -9,7 +9,8 @@
 # Environment:
 #   TXL_FRESH_DIR=DIR   where the root is made (default /var/tmp/txl-fresh-SUITE); emptied first
 #   TXL_FRESH_KEEP=1    keep the root afterwards (default: removed)
-# Needs root (debootstrap, chroot, mounts). Clones HEAD: uncommitted changes are not in it.
+# Needs root (debootstrap, chroot, mounts). Clones HEAD (uncommitted changes are not in it)
+# where the checkout is a git repository, else copies its files.
 # Exits with COMMAND's status; prints the time of each phase.
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
@@ -58,7 +59,15 @@ t_root=$(( SECONDS - t0 ))
 echo "[fresh] $suite root made in $root ($t_root s, $(cat "$root/etc/debian_version"))"
 
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-git clone -q "$repo" "$root/src/txl"
+# A clone of HEAD where the checkout is a git repository; otherwise its files, without the
+# build folders and outputs a clone would not have either.
+if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+  git clone -q "$repo" "$root/src/txl"
+else
+  mkdir -p "$root/src/txl"
+  tar -C "$repo" --exclude='./build*' --exclude=./runs --exclude=./deps --exclude=./out -cf - . |
+    tar -C "$root/src/txl" -xf -
+fi
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
