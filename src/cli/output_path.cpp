@@ -28,6 +28,8 @@ std::string owner_of(const fs::path& file) {
   if (is_one_of(name, run_file_names()) && holds_run_files(folder.string())) {
     return "is the " + name + " of the run directory " + folder.string();
   }
+  if (file == fs::path(RunPaths{folder.string()}.eval_cache()) && holds_run_files(folder.string()))
+    return "is the evaluation cache's folder of the run directory " + folder.string();
   const fs::path above = folder.parent_path();
   if (folder == fs::path(RunPaths{above.string()}.eval_cache()) &&
       holds_run_files(above.string())) {
@@ -53,7 +55,12 @@ std::string owner_of(const fs::path& file) {
 
 void check_output_path(const std::string& path, const std::string& option) {
   if (path.empty()) return;
-  const std::string target = link_target(path);
+  std::string target;
+  try {
+    target = link_target(path);
+  } catch (const InputError& e) {
+    throw InputError(option + " " + e.what());
+  }
   const std::string shown =
       option + " " + path + (target == path ? "" : " (a link to " + target + ")");
   const FileKind kind = file_kind(target);

@@ -78,7 +78,6 @@ Folders make_folders() {
 
 TEST(OutputPath, TheFilesOfARunDirectoryAndAStudyFolderAreRefused) {
   const Folders f = make_folders();
-  const auto before = snapshot(f.root);
   std::vector<std::string> refused;
   for (const auto& name : run_file_names()) refused.push_back(f.run + "/" + name);
   refused.push_back(RunPaths{f.run}.eval_cache() + "/valid-L8.json");
@@ -90,14 +89,16 @@ TEST(OutputPath, TheFilesOfARunDirectoryAndAStudyFolderAreRefused) {
   }
   refused.push_back(f.study + "/runs/x/../../report.md");
   fs::create_directories(f.study + "/runs/x");
+  // A run without an evaluation cache yet: a file of that name would block the cache.
+  write_text(f.root + "/young/config.json", "{}");
+  refused.push_back(RunPaths{f.root + "/young"}.eval_cache());
+  const auto before = snapshot(f.root);
   for (const auto& path : refused) {
     const std::string message = refusal(path);
     EXPECT_EQ(message.rfind("--json " + path + " is ", 0), 0u) << path << ": " << message;
     EXPECT_NE(message.find("txl never writes over those"), std::string::npos) << message;
     EXPECT_THROW(write_output_file(path, "--json", "{}"), InputError) << path;
   }
-  fs::remove(f.study + "/runs/x");
-  fs::remove(f.study + "/runs");
   EXPECT_EQ(snapshot(f.root), before);
   // New files beside them are fine, as are run-file names outside any run or study.
   for (const auto& path : {f.run + "/eval.json", f.study + "/my-notes.json", f.root + "/best.pt",
