@@ -7,6 +7,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -14,9 +15,13 @@
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
+#include "txl/cli/output_path.h"
 #include "txl/config/encodings.h"
+#include "txl/eval/eval_memory.h"
+#include "txl/eval/request.h"
 #include "txl/platform/device.h"
 #include "txl/platform/process.h"
+#include "txl/platform/resources.h"
 #include "txl/train/bench.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -49,14 +54,17 @@ const char* const kNoCorpus = "(none: txl bench uses random tokens)";
 Config resolve_config(const BenchCommandOptions& o) {
   if (o.config_path.empty()) throw InputError("txl bench needs --config FILE");
   auto j = read_json_file(o.config_path);
-  for (const auto& assignment : o.overrides) apply_override(j, assignment);
   // No corpus is read, so a config without data.dir is fine here.
-  if (j.is_object() && (!j.contains("data") || !j["data"].contains("dir")))
+  nlohmann::json given = j;
+  for (const auto& assignment : o.overrides) apply_override(given, assignment);
+  if (given.is_object() && (!given.contains("data") || !given["data"].contains("dir")))
     j["data"]["dir"] = kNoCorpus;
-  if (o.threads) j["train"]["threads"] = *o.threads;
-  if (!o.precision.empty()) j["train"]["precision"] = o.precision;
-  if (!o.device.empty()) j["train"]["device"] = o.device;
-  const Config config = config_from_json(j, o.config_path);
+  // The flags win over --set, as before; check_options has checked their values.
+  std::vector<std::string> overrides = o.overrides;
+  if (o.threads) overrides.push_back("train.threads=" + std::to_string(*o.threads));
+  if (!o.precision.empty()) overrides.push_back("train.precision=" + o.precision);
+  if (!o.device.empty()) overrides.push_back("train.device=" + o.device);
+  const Config config = config_with_overrides(j, overrides, o.config_path);
   resolve_device(config.train.device, "train.device");
   return config;
 }
@@ -67,8 +75,42 @@ std::vector<PosEncoding> chosen_encodings(const std::string& list) {
     for (const auto& t : encoding_registry()) out.push_back(t.id);
     return out;
   }
-  for (const auto& name : split(list, ',')) out.push_back(parse_pos_encoding(name, "--encodings"));
+  for (const auto& name : split(list, ',')) {
+    const PosEncoding encoding = parse_pos_encoding(name, "--encodings");
+    if (std::find(out.begin(), out.end(), encoding) != out.end()) {
+      throw InputError("--encodings " + list + ": " + name + " is given twice; list each once");
+    }
+    out.push_back(encoding);
+  }
   return out;
+}
+
+// The config's shape with `encoding` at its defaults, and the keys only other encodings read
+// at theirs; without memory for an encoding that has none.
+Config with_encoding(const Config& base, PosEncoding encoding) {
+  Config c = base;
+  c.model.pos_encoding = encoding;
+  c.model.encoding_options.clear();
+  const ModelConfig defaults;
+  const EncodingTraits& traits = encoding_traits(encoding);
+  if (!traits.uses_clamp_len) c.model.clamp_len = defaults.clamp_len;
+  if (!traits.uses_max_rel_dist) c.model.max_rel_dist = defaults.max_rel_dist;
+  if (!traits.takes_memory) c.train.mem_len = 0;
+  return c;
+}
+
+// with_encoding without memory, as --encodings times each encoding; checked like any config
+// (a learned table shorter than train.tgt_len is refused) before the first one is timed.
+Config encoding_bench_config(const Config& base, PosEncoding encoding) {
+  Config c = with_encoding(base, encoding);
+  c.train.mem_len = 0;
+  try {
+    validate(c);
+  } catch (const InputError& e) {
+    throw InputError("--encodings: " + to_string(encoding) +
+                     " at this config's shape: " + e.what());
+  }
+  return c;
 }
 
 void check_options(const BenchCommandOptions& o) {
@@ -87,27 +129,26 @@ void check_options(const BenchCommandOptions& o) {
   check_output_path(o.json_path, "--json");
 }
 
-// The long window of one encoding, measured by a child `txl bench --long-only`.
+// The long window of `config` (with_encoding of the bench's), measured by a child `txl bench
+// --long-only` that reads it from a temporary file.
 LongWindowResult long_window_in_child(const BenchCommandOptions& o, const Config& config,
-                                      PosEncoding encoding, int threads) {
-  const auto out = std::filesystem::temp_directory_path() /
-                   fmt::format("txl-bench-{}-{}.json", ::getpid(), to_string(encoding));
-  std::vector<std::string> argv = {self_executable(), "bench", "--config", o.config_path};
-  for (const auto& assignment : o.overrides) argv.insert(argv.end(), {"--set", assignment});
-  argv.insert(argv.end(), {"--set", "model.pos_encoding=" + to_string(encoding)});
-  // Encodings without memory refuse train.mem_len > 0; the window runs without memory anyway.
-  if (!encoding_traits(encoding).takes_memory) {
-    argv.insert(argv.end(), {"--set", "train.mem_len=0"});
-  }
-  argv.insert(argv.end(), {"--threads", std::to_string(threads), "--precision",
-                           to_string(config.train.precision), "--device", config.train.device,
-                           "--vocab", std::to_string(o.vocab), "--long-length",
-                           std::to_string(o.long_length), "--long-passes",
-                           std::to_string(o.long_passes), "--long-only", "--json", out.string()});
+                                      int threads) {
+  const auto stem =
+      std::filesystem::temp_directory_path() /
+      fmt::format("txl-bench-{}-{}", ::getpid(), to_string(config.model.pos_encoding));
+  const std::string out = stem.string() + ".json", child_config = stem.string() + ".config.json";
+  write_file_atomic(child_config, config_to_json(config).dump(2) + "\n");
+  std::vector<std::string> argv = {self_executable(), "bench", "--config", child_config};
+  argv.insert(argv.end(),
+              {"--threads", std::to_string(threads), "--precision",
+               to_string(config.train.precision), "--device", config.train.device, "--vocab",
+               std::to_string(o.vocab), "--long-length", std::to_string(o.long_length),
+               "--long-passes", std::to_string(o.long_passes), "--long-only", "--json", out});
   const int rc = run_process(argv);
+  std::filesystem::remove(child_config);
   if (rc != 0) {
     throw std::runtime_error(fmt::format("long-window child for {} exited with code {}{}",
-                                         to_string(encoding), rc,
+                                         to_string(config.model.pos_encoding), rc,
                                          rc == 137 ? " (killed: out of memory?)" : ""));
   }
   std::ifstream in(out);
@@ -117,7 +158,7 @@ LongWindowResult long_window_in_child(const BenchCommandOptions& o, const Config
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  if (!path.empty()) write_file_atomic(path, j.dump(2) + "\n");
+  if (!path.empty()) write_output_file(path, "--json", j.dump(2) + "\n");
 }
 
 // Every chosen encoding at the same shape, in this process, one after the other: training
@@ -131,13 +172,12 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
   // Rounds interleave the encodings, so a burst of other work on the machine hits them all;
   // each keeps its fastest round.
   const auto encodings = chosen_encodings(o.encodings);
+  std::vector<Config> configs;
+  for (const auto encoding : encodings) configs.push_back(encoding_bench_config(base, encoding));
   std::vector<BenchResult> results(encodings.size());
   for (int64_t round = 0; round < o.rounds; ++round) {
     for (size_t e = 0; e < encodings.size(); ++e) {
-      Config c = base;
-      c.model.pos_encoding = encodings[e];
-      c.model.encoding_options.clear();  // each encoding at its defaults
-      c.train.mem_len = 0;
+      const Config& c = configs[e];
       fmt::print(stderr, "bench {} (round {} of {}) ...\n", to_string(encodings[e]), round + 1,
                  o.rounds);
       auto r = run_bench(c, options);
@@ -221,6 +261,44 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
   }
 }
 
+// Why the long window of `c` is not measured ("" when it is): a config its encoding refuses
+// at its defaults (a learned table shorter than train.tgt_len), or a window past its table.
+std::string long_window_skipped(const Config& c, int64_t length) {
+  try {
+    validate(c);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  // A learned table has no rows for such a window (txl eval refuses it too).
+  if (position_limit(c.model) < length)
+    return fmt::format("table of {} positions", position_limit(c.model));
+  return "";
+}
+
+// Every long window the bench will measure fits in memory, by evaluation's estimate (one
+// window of --long-length tokens), before anything is timed: a length too long for the
+// machine is exit 2 with the estimate, not an allocation failure in a child.
+void check_long_windows_fit(const BenchCommandOptions& o, const Config& config) {
+  if (o.long_length <= 0) return;
+  std::vector<Config> measured;
+  if (o.long_only) measured.push_back(config);
+  for (const auto& traits : encoding_registry()) {
+    if (o.long_only) break;
+    Config c = with_encoding(config, traits.id);
+    if (long_window_skipped(c, o.long_length).empty()) measured.push_back(std::move(c));
+  }
+  const double available = available_memory_bytes();
+  const EvalRequest r = make_eval_request(EvalSettings{}, o.long_length, o.long_length);
+  for (const Config& c : measured) {
+    try {
+      check_eval_memory(estimate_eval_memory(c.model, o.vocab, r, o.long_length), r, available);
+    } catch (const InputError& e) {
+      throw InputError("--long-length " + std::to_string(o.long_length) + " (" +
+                       to_string(c.model.pos_encoding) + "): " + e.what());
+    }
+  }
+}
+
 // Each encoding's long window, each in a fresh process, printed and as JSON rows.
 nlohmann::json long_window_rows(const BenchCommandOptions& o, const Config& config,
                                 const BenchResult& r) {
@@ -230,19 +308,15 @@ nlohmann::json long_window_rows(const BenchCommandOptions& o, const Config& conf
              "growth MB");
   auto rows = nlohmann::json::array();
   for (const auto& traits : encoding_registry()) {
-    ModelConfig m = config.model;
-    m.pos_encoding = traits.id;
-    m.encoding_options.clear();  // the child runs each encoding at its defaults
-    if (position_limit(m) < o.long_length) {
-      // A learned table has no rows for such a window (txl eval refuses it too).
-      fmt::print("  {:<18} {:>10}   (its table holds {} positions)\n", traits.name, "n/a",
-                 position_limit(m));
-      rows.push_back({{"pos_encoding", traits.name},
-                      {"length", o.long_length},
-                      {"skipped", fmt::format("table of {} positions", position_limit(m))}});
+    const Config c = with_encoding(config, traits.id);  // the child runs it at its defaults
+    const std::string skipped = long_window_skipped(c, o.long_length);
+    if (!skipped.empty()) {
+      fmt::print("  {:<18} {:>10}   ({})\n", traits.name, "n/a", skipped);
+      rows.push_back(
+          {{"pos_encoding", traits.name}, {"length", o.long_length}, {"skipped", skipped}});
       continue;
     }
-    const auto w = long_window_in_child(o, config, traits.id, r.threads);
+    const auto w = long_window_in_child(o, c, r.threads);
     fmt::print("  {:<18} {:>10.1f} {:>10.0f} {:>14.0f} {:>12.0f}\n", w.pos_encoding, w.eval_ms,
                w.tokens_per_s, w.peak_rss_mb, w.growth_mb);
     rows.push_back(w.to_json());
@@ -254,6 +328,7 @@ int run_bench_command(const BenchCommandOptions& o) {
   check_options(o);
   const Config config = resolve_config(o);
   if (!o.encodings.empty()) return run_encodings_bench(o, config);
+  check_long_windows_fit(o, config);
 
   if (o.long_only) {
     const auto r = run_long_window(config, o.vocab, o.long_length, static_cast<int>(o.long_passes));
@@ -308,7 +383,10 @@ void setup_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--long-only", c->long_only,
                 "Only the long window of the config's encoding, in this process");
   cmd->add_flag("--profile", c->profile, "Per-operator time table of the timed training steps");
-  cmd->callback([c, &exit_code] { exit_code = run_bench_command(*c); });
+  cmd->callback([c, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
+    exit_code = run_bench_command(*c);
+  });
 }
 
 }  // namespace txl

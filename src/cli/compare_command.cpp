@@ -27,13 +27,41 @@ bool ends_with_png(const std::string& path) {
   return ext == ".png" || ext == ".PNG";
 }
 
+// The .svg written next to a --plot .png ("" without --plot).
+std::string svg_beside(const std::string& png) {
+  return png.empty() ? "" : fs::path(png).replace_extension(".svg").string();
+}
+
+// --json must not be the file --plot writes (one would silently replace the other).
+void check_distinct_outputs(const CompareCommandOptions& o) {
+  if (o.json_path.empty() || o.plot_path.empty()) return;
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ea, eb;
+    const fs::path pa = fs::weakly_canonical(link_target(a), ea);
+    const fs::path pb = fs::weakly_canonical(link_target(b), eb);
+    return !ea && !eb && pa == pb;
+  };
+  for (const auto& plot : {o.plot_path, svg_beside(o.plot_path)}) {
+    if (same(o.json_path, plot)) {
+      throw InputError("--json " + o.json_path + " is the file --plot " + o.plot_path +
+                       " writes (" + plot + "); give them different paths");
+    }
+  }
+}
+
 int run_compare(const CompareCommandOptions& o) {
-  // Every option before any work: bad input writes nothing.
-  const EvalPlan plan = check_eval_options(o);
+  // Every option before any work: bad input writes nothing. A DIR@aid run takes --aid-factor.
+  bool runs_have_aids = false;
+  for (const auto& arg : o.run_dirs) {
+    runs_have_aids |= parse_run_spec(arg, EvalSettings{}).settings.aid != ExtrapolationAid::kNone;
+  }
+  const EvalPlan plan = check_eval_options(o, runs_have_aids);
   check_output_path(o.plot_path, "--plot");
   if (!o.plot_path.empty() && !ends_with_png(o.plot_path)) {
     throw InputError("--plot " + o.plot_path + " must end in .png (an .svg is written next to it)");
   }
+  check_output_path(svg_beside(o.plot_path), "--plot's .svg");
+  check_distinct_outputs(o);
   set_threads(o.threads);
   const auto [c, stats] = compare_runs({plan, o.run_dirs});
 
@@ -45,11 +73,13 @@ int run_compare(const CompareCommandOptions& o) {
         stats.unknown, stats.tokens, c.split);
   }
   if (!o.json_path.empty()) {
-    write_file_atomic(o.json_path, comparison_to_json(c).dump(2) + "\n");
+    write_output_file(o.json_path, "--json", comparison_to_json(c).dump(2) + "\n");
     fmt::print("wrote {}\n", o.json_path);
   }
   if (!o.plot_path.empty()) {
-    const std::string svg = fs::path(o.plot_path).replace_extension(".svg").string();
+    const std::string svg = svg_beside(o.plot_path);
+    check_output_path(o.plot_path, "--plot");  // again: the evaluation took a while
+    check_output_path(svg, "--plot's .svg");
     write_plot(comparison_plot(c), o.plot_path, svg);
     fmt::print("wrote {} and {}\n", o.plot_path, svg);
   }
@@ -73,7 +103,10 @@ void setup_compare(CLI::App& app, int& exit_code) {
                     "Also write the comparison as JSON to this file"});
   cmd->add_option("--plot", o->plot_path,
                   "Draw perplexity against length into this .png (and .svg) with gnuplot");
-  cmd->callback([o, &exit_code] { exit_code = run_compare(*o); });
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
+    exit_code = run_compare(*o);
+  });
 }
 
 }  // namespace txl

@@ -8,8 +8,8 @@
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
+#include "txl/cli/output_path.h"
 #include "txl/config/encodings.h"
-#include "txl/util/fs.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -71,7 +71,7 @@ int run_encodings(const EncodingsOptions& o) {
       "\nmemory: works with train.mem_len > 0 and txl eval --method memory. Set one with "
       "--set model.pos_encoding=NAME; an option of another encoding is refused.\n");
   if (!o.json_path.empty()) {
-    write_file_atomic(o.json_path, encodings_json().dump(2) + "\n");
+    write_output_file(o.json_path, "--json", encodings_json().dump(2) + "\n");
     fmt::print("wrote {}\n", o.json_path);
   }
   return 0;
@@ -84,7 +84,10 @@ void setup_encodings(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "encodings", "List the position encodings: formula, memory, options and evaluation aids");
   cmd->add_option("--json", o->json_path, "Also write the list as JSON to this file");
-  cmd->callback([o, &exit_code] { exit_code = run_encodings(*o); });
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
+    exit_code = run_encodings(*o);
+  });
 }
 
 }  // namespace txl

@@ -7,7 +7,6 @@
 #include "txl/cli/eval_options.h"
 #include "txl/eval/run_eval.h"
 #include "txl/platform/runtime.h"
-#include "txl/util/fs.h"
 
 namespace txl {
 
@@ -30,7 +29,7 @@ int run_eval(const EvalCommandOptions& o) {
         stats.unknown, stats.tokens, report.split);
   }
   if (!o.json_path.empty()) {
-    write_file_atomic(o.json_path, report_to_json(report).dump(2) + "\n");
+    write_output_file(o.json_path, "--json", report_to_json(report).dump(2) + "\n");
     fmt::print("wrote {}\n", o.json_path);
   }
   return 0;
@@ -46,7 +45,10 @@ void setup_eval(CLI::App& app, int& exit_code) {
                    {"the run's", "the run's",
                     "Evaluate again even when RUN/eval-cache holds the result (and refresh it)",
                     "Also write the results as JSON to this file"});
-  cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
+    exit_code = run_eval(*o);
+  });
 }
 
 }  // namespace txl

@@ -42,9 +42,24 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--json", o.json_path, help.json);
 }
 
-EvalPlan check_eval_options(const EvalCliOptions& o) {
+namespace {
+
+// A flag that only `method` reads, given with another method: refused naming both.
+void check_method_flag(bool given, const std::string& flag, EvalMethod method,
+                       const EvalCliOptions& o) {
+  if (!given || parse_eval_method(o.method) == method) return;
+  throw InputError(flag + " applies to --method " + to_string(method) + " only, but --method is " +
+                   o.method + "; leave " + flag + " out or use --method " + to_string(method));
+}
+
+}  // namespace
+
+EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   EvalPlan c;
   c.settings.method = parse_eval_method(o.method);
+  check_method_flag(o.stride.has_value(), "--stride", EvalMethod::kSliding, o);
+  check_method_flag(o.mem_len.has_value(), "--mem-len", EvalMethod::kMemory, o);
+  check_method_flag(o.streams.has_value(), "--streams", EvalMethod::kMemory, o);
   c.settings.precision = parse_precision(o.precision, "--precision");
   // Given values must mean what they say; the defaults are asked for by leaving a flag out.
   if (o.stride && *o.stride < 1) {
@@ -64,22 +79,28 @@ EvalPlan check_eval_options(const EvalCliOptions& o) {
   }
   check_threads(o.threads, "--threads");
   c.settings.aid = parse_extrapolation_aid(o.aid, "--aid");
-  if (!(o.aid_factor == 0 || o.aid_factor >= 1) || !std::isfinite(o.aid_factor)) {
-    throw InputError("--aid-factor " + fmt::format("{:g}", o.aid_factor) +
+  const double factor = o.aid_factor.value_or(0.0);
+  if (!(factor == 0 || factor >= 1) || !std::isfinite(factor)) {
+    throw InputError("--aid-factor " + fmt::format("{:g}", factor) +
                      " is not valid; expected a scale >= 1, or 0 to derive it from the length");
   }
-  c.settings.aid_factor = o.aid_factor;
+  if (o.aid_factor && c.settings.aid == ExtrapolationAid::kNone && !runs_have_aids) {
+    throw InputError("--aid-factor " + fmt::format("{:g}", factor) +
+                     " scales an extrapolation aid, but no --aid is given; add --aid NAME "
+                     "(txl encodings lists each encoding's aids) or leave --aid-factor out");
+  }
+  c.settings.aid_factor = factor;
   c.settings.stride = o.stride.value_or(0);
   c.settings.mem_len = o.mem_len.value_or(-1);
   c.settings.clamp_len = o.clamp_len.value_or(-1);
-  c.settings.streams = o.streams;
+  c.settings.streams = o.streams.value_or(EvalSettings{}.streams);
   c.settings.max_tokens = o.max_tokens;
   parse_checkpoint_choice(o.checkpoint, "--checkpoint");
   if (!o.split.empty()) parse_eval_split(o.split, "--split");
   if (o.max_tokens < 0)
     throw InputError("--max-tokens must be >= 0, got " + std::to_string(o.max_tokens));
   check_output_path(o.json_path, "--json");
-  if (!o.lengths.empty()) c.lengths = parse_lengths(o.lengths, "--lengths");
+  if (o.lengths) c.lengths = parse_lengths(*o.lengths, "--lengths");
   c.split = o.split;
   c.checkpoint = o.checkpoint;
   c.device = resolve_device(o.device, "--device");  // exists on this machine, before any work

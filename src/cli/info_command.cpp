@@ -83,7 +83,10 @@ void setup_info(CLI::App& app, int& exit_code) {
   cmd->add_flag("--env", o->env,
                 "Print only the environment txl sets at start-up on this CPU (NAME=value lines: "
                 "OPENBLAS_CORETYPE, OMP_WAIT_POLICY)");
-  cmd->callback([o, &exit_code] { exit_code = run_info(*o); });
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
+    exit_code = run_info(*o);
+  });
 }
 
 }  // namespace txl

@@ -1,10 +1,9 @@
 #include "txl/cli/options.h"
 
-#include <filesystem>
+#include <algorithm>
 
 #include "txl/config/config.h"
 #include "txl/util/error.h"
-#include "txl/util/fs.h"
 #include "txl/util/parse.h"
 
 namespace txl {
@@ -15,16 +14,27 @@ std::vector<int64_t> parse_lengths(const std::string& text, const std::string& o
     throw InputError(option + " \"" + text + "\": \"" + *bad + "\" is not a positive integer");
   }
   if (out.empty()) throw InputError(option + " needs at least one length, e.g. 64,128,256");
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) !=
+        out.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw InputError(option + " \"" + text + "\": " + std::to_string(out[i]) +
+                       " is given twice; list each length once");
+    }
+  }
   return out;
 }
 
-void check_output_path(const std::string& path, const std::string& option) {
-  if (path.empty()) return;
-  if (is_directory(path))
-    throw InputError(option + " " + path + " is a directory; expected a file path");
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && !is_directory(parent.string())) {
-    throw InputError(option + " " + path + ": directory " + parent.string() + " does not exist");
+void refuse_empty_values(const CLI::App& cmd, const std::vector<std::string>& may_be_empty) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    if (option->count() == 0 || option->get_type_size_min() < 1) continue;  // absent, or a flag
+    const std::string name = option->get_name();
+    if (std::find(may_be_empty.begin(), may_be_empty.end(), name) != may_be_empty.end()) continue;
+    for (const auto& value : option->results()) {
+      if (!value.empty()) continue;
+      throw InputError(name + " is given an empty value; give it one" +
+                       (option->get_positional() ? std::string()
+                                                 : ", or leave " + name + " out for its default"));
+    }
   }
 }
 

@@ -32,11 +32,16 @@ struct SampleCommandOptions {
   int64_t tokens = 200;
   double temperature = 1.0;
   int64_t top_k = 0;
-  uint64_t seed = 1;
+  int64_t seed = 1;                // signed, so that -1 is refused instead of wrapping to 2^64 - 1
   std::optional<int64_t> context;  // unset: the longest context seen in training
   int64_t threads = 0;
   std::string device = "cpu";
 };
+
+// The most tokens one call generates: ten million take hours on a CPU (a small model samples
+// on the order of a thousand tokens per second), and their ids and text stay well inside
+// memory; a larger number is a typo.
+constexpr int64_t kMaxSampleTokens = 10'000'000;
 
 std::string code_point_name(const std::string& ch) {
   size_t pos = 0;
@@ -94,8 +99,12 @@ int64_t start_token(const Vocab& vocab) {
 
 int run_sample(const SampleCommandOptions& o) {
   parse_checkpoint_choice(o.checkpoint, "--checkpoint");
-  if (o.tokens < 1)
-    throw InputError("--tokens must be a positive integer, got " + std::to_string(o.tokens));
+  if (o.tokens < 1 || o.tokens > kMaxSampleTokens) {
+    throw InputError("--tokens " + std::to_string(o.tokens) + " is not valid; expected 1 to " +
+                     std::to_string(kMaxSampleTokens) + " tokens");
+  }
+  if (o.seed < 0)
+    throw InputError("--seed " + std::to_string(o.seed) + " is not valid; expected a seed >= 0");
   if (!(o.temperature > 0.0) || !std::isfinite(o.temperature)) {
     throw InputError(fmt::format("--temperature must be a number > 0, got {}", o.temperature));
   }
@@ -121,7 +130,7 @@ int run_sample(const SampleCommandOptions& o) {
   options.tokens = o.tokens;
   options.temperature = o.temperature;
   options.top_k = o.top_k;
-  options.seed = o.seed;
+  options.seed = static_cast<uint64_t>(o.seed);
   options.chunk = t.tgt_len;
   // Default context: the most a query saw in training, so no unseen distance or position
   // comes up. Memory: tgt_len + mem_len - 1 earlier tokens. Absolute: windows of tgt_len.
@@ -164,7 +173,10 @@ void setup_sample(CLI::App& app, int& exit_code) {
   cmd->add_option("--checkpoint", o->checkpoint, "best or last");
   cmd->add_option("--threads", o->threads, "Threads, 0 to 1024 (0 = all cores)");
   cmd->add_option("--device", o->device, "cpu, cuda, cuda:N or auto (cuda:0 if there is one)");
-  cmd->callback([o, &exit_code] { exit_code = run_sample(*o); });
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd, {"--prompt"});  // an empty prompt: start at a line's start
+    exit_code = run_sample(*o);
+  });
 }
 
 }  // namespace txl

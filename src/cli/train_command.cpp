@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "txl/cli/commands.h"
+#include "txl/cli/options.h"
 #include "txl/cli/signals.h"
 #include "txl/platform/device.h"
 #include "txl/run/run_dir.h"
@@ -129,7 +130,8 @@ void setup_train(CLI::App& app, int& exit_code) {
                   "train.device=D");
   resume->excludes(run_dir);
   resume->excludes(force);
-  cmd->callback([o, nproc, device, &exit_code] {
+  cmd->callback([o, nproc, device, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
     if (!device->empty()) {
       resolve_device(*device, "--device");  // named as the user typed it
       o->overrides.push_back("train.device=" + *device);

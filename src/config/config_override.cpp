@@ -1,6 +1,7 @@
 // --set overrides: apply_override checks one "section.key=value" against the key tables of
 // config_keys.h and writes its value into the JSON tree before parsing.
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -156,7 +157,51 @@ json& section_object(json& j, const std::string& name, const std::string& contex
   return target;
 }
 
+// The key an assignment sets, without blanks ("model.n_layer" of " model.n_layer = 6").
+std::string assigned_key(const std::string& assignment) {
+  const std::string raw = assignment.substr(0, assignment.find('='));
+  const size_t first = raw.find_first_not_of(" \t");
+  const size_t last = raw.find_last_not_of(" \t");
+  return first == std::string::npos ? "" : raw.substr(first, last - first + 1);
+}
+
+// Whether `message` names `key` as a whole key path ("train.tgt_len" is not named by
+// "train.tgt_len_max (4)").
+bool names_key(const std::string& message, const std::string& key) {
+  const auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
+  for (size_t at = message.find(key); !key.empty() && at != std::string::npos;
+       at = message.find(key, at + 1)) {
+    const size_t end = at + key.size();
+    const bool starts = at == 0 || (!word(message[at - 1]) && message[at - 1] != '.');
+    if (starts && (end == message.size() || !word(message[end]))) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+Config config_with_overrides(json base, const std::vector<std::string>& overrides,
+                             const std::string& source) {
+  for (const auto& assignment : overrides) apply_override(base, assignment);
+  try {
+    return config_from_json(base, "");
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    // The last assignment of each key is the one in force.
+    std::vector<std::string> blamed, keys;
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+      const std::string key = assigned_key(*it);
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      keys.push_back(key);
+      if (names_key(message, key)) blamed.insert(blamed.begin(), "--set " + *it);
+    }
+    if (blamed.empty()) throw InputError(source.empty() ? message : source + ": " + message);
+    throw InputError(join(blamed) + (source.empty() ? "" : " (over " + source + ")") + ": " +
+                     message);
+  }
+}
 
 void apply_override(json& j, const std::string& assignment) {
   // JSON strings are UTF-8: a value that is not could be neither printed nor saved.

@@ -126,6 +126,22 @@ EncodingTraits t5() {
   t.layer_parameters = [](const ModelConfig& c) {
     return encoding_option(c, "t5_buckets") * static_cast<double>(c.n_head);
   };
+  // bucket(n) (model/encodings/t5.h) divides by ln(t5_max_distance / E), E = t5_buckets / 2
+  // exact buckets: at or below E it divides by 0 or a negative number and indexes outside
+  // the table.
+  t.check = [](const ModelConfig& c, const TrainConfig& /*t*/) -> std::string {
+    const int64_t buckets = encoding_option_int(c, "t5_buckets");
+    const int64_t max_distance = encoding_option_int(c, "t5_max_distance");
+    const int64_t exact = buckets / 2;
+    if (max_distance > exact) return "";
+    return "model.t5_max_distance (" + std::to_string(max_distance) +
+           ") must be greater than model.t5_buckets / 2 (" + std::to_string(buckets) +
+           " / 2 = " + std::to_string(exact) + "): the first " + std::to_string(exact) +
+           " buckets hold the distances below " + std::to_string(exact) +
+           " exactly, the others are log-spaced from there up to t5_max_distance; raise "
+           "model.t5_max_distance to at least " +
+           std::to_string(exact + 1) + " or lower model.t5_buckets";
+  };
   t.model_parameters = none;
   t.cost = no_cost;  // a gather
   return t;
@@ -175,6 +191,17 @@ EncodingTraits learned_absolute() {
   t.layer_parameters = none;
   t.model_parameters = [](const ModelConfig& c) {
     return encoding_option(c, "max_len") * static_cast<double>(c.d_model);
+  };
+  // A training segment reads a row per position, with no memory before it.
+  t.check = [](const ModelConfig& c, const TrainConfig& t) -> std::string {
+    const int64_t rows = encoding_option_int(c, "max_len");
+    const bool drawn = t.tgt_len_max > t.tgt_len;
+    const int64_t longest = drawn ? t.tgt_len_max : t.tgt_len;
+    if (rows >= longest) return "";
+    const std::string key = drawn ? "train.tgt_len_max" : "train.tgt_len";
+    return "model.max_len (" + std::to_string(rows) + ") must be at least " + key + " (" +
+           std::to_string(longest) + "): the learned table of pos_encoding learned_absolute " +
+           "has one row per position of a training segment; raise model.max_len or lower " + key;
   };
   t.cost = no_cost;
   return t;
@@ -265,6 +292,14 @@ const EncodingTraits& encoding_traits(PosEncoding encoding) {
 std::vector<std::string> encoding_names() {
   std::vector<std::string> names;
   for (const auto& t : encoding_registry()) names.emplace_back(t.name);
+  return names;
+}
+
+std::vector<std::string> encoding_names_where(bool EncodingTraits::*flag) {
+  std::vector<std::string> names;
+  for (const auto& t : encoding_registry()) {
+    if (t.*flag) names.emplace_back(t.name);
+  }
   return names;
 }
 

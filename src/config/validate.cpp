@@ -26,8 +26,29 @@ void require(bool ok, const char* path, double value, const char* what) {
   if (!ok) throw InputError(std::string(path) + " (" + shown(value) + ") must be " + what);
 }
 
-// Options belong to the chosen encoding and lie in their ranges; memory needs an encoding
-// that takes it.
+// model.clamp_len and model.max_rel_dist are read by some encodings only. Every run's
+// config.json records them (at their defaults for the others), so only a value other than
+// the default is refused: it would be silently ignored.
+void check_shared_keys(const ModelConfig& model, const EncodingTraits& traits) {
+  const ModelConfig defaults;
+  const auto refuse = [&](const char* key, int64_t value, int64_t fallback,
+                          bool EncodingTraits::*reads) {
+    throw InputError("model." + std::string(key) + " (" + std::to_string(value) +
+                     ") is read by pos_encoding " + join(encoding_names_where(reads)) +
+                     ", but model.pos_encoding is " + traits.name +
+                     ", which ignores it; remove the key (or set it to its default, " +
+                     std::to_string(fallback) + ") or change the encoding");
+  };
+  if (!traits.uses_clamp_len && model.clamp_len != defaults.clamp_len)
+    refuse("clamp_len", model.clamp_len, defaults.clamp_len, &EncodingTraits::uses_clamp_len);
+  if (!traits.uses_max_rel_dist && model.max_rel_dist != defaults.max_rel_dist) {
+    refuse("max_rel_dist", model.max_rel_dist, defaults.max_rel_dist,
+           &EncodingTraits::uses_max_rel_dist);
+  }
+}
+
+// Options belong to the chosen encoding and lie in their ranges (and satisfy the encoding's
+// own rule); memory needs an encoding that takes it.
 void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
   const EncodingTraits& traits = encoding_traits(model.pos_encoding);
   for (const auto& [key, value] : model.encoding_options) {
@@ -47,6 +68,10 @@ void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
                        shown_number(option->min) + ", " + shown_number(option->max) +
                        "] for pos_encoding " + traits.name);
     }
+  }
+  check_shared_keys(model, traits);
+  if (traits.check != nullptr) {
+    if (const std::string why = traits.check(model, train); !why.empty()) throw InputError(why);
   }
   if (!traits.takes_memory && train.mem_len != 0) {
     throw InputError("model.pos_encoding " + json(traits.name).dump() +
@@ -130,6 +155,8 @@ void validate_train(const TrainConfig& train) {
           train.weight_decay, "a finite number >= 0");
   require(train.clip >= 0 && std::isfinite(train.clip), "train.clip", train.clip,
           "a finite number >= 0 (0 = off)");
+  // Seeds are read as unsigned 64-bit numbers: a negative one would wrap to another seed.
+  require_at_least("train.seed", train.seed, 0);
   require_at_least("train.log_interval", train.log_interval, 1);
   require_at_least("train.eval_interval", train.eval_interval, 0);
   require_at_least("train.eval_max_tokens", train.eval_max_tokens, 0);
@@ -150,6 +177,12 @@ void validate_eval(const EvalConfig& eval) {
   for (size_t i = 0; i < eval.lengths.size(); ++i) {
     const std::string path = "eval.lengths[" + std::to_string(i) + "]";
     require_at_least(path.c_str(), eval.lengths[i], 1);
+    for (size_t j = 0; j < i; ++j) {
+      if (eval.lengths[j] == eval.lengths[i]) {
+        throw InputError(path + " (" + std::to_string(eval.lengths[i]) + ") repeats eval.lengths[" +
+                         std::to_string(j) + "]; list each length once");
+      }
+    }
   }
   parse_eval_split(eval.split, "eval.split");
   require_at_least("eval.batch_tokens", eval.batch_tokens, 1);

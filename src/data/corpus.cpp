@@ -71,7 +71,7 @@ void cache_warning(const std::string& what) {
 // The vocabulary of a training split (`hash`: the XXH64 of its text): from the token cache,
 // or built (and cached).
 Vocab vocab_for(const std::string& train_text, uint64_t hash, const DataConfig& config,
-                const std::string& path) {
+                const std::string& path, TokenCacheWrites* writes) {
   const std::string cache = token_cache_dir();
   if (!cache.empty()) {
     std::string problem;
@@ -90,8 +90,9 @@ Vocab vocab_for(const std::string& train_text, uint64_t hash, const DataConfig& 
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (!cache.empty()) {
-    const std::string failed = write_cached_vocab(cache, hash, config, vocab);
-    if (!failed.empty()) cache_warning(failed);
+    TokenCacheWrites now;
+    (writes != nullptr ? *writes : now).add_vocab(cache, hash, config, vocab);
+    now.commit();
   }
   return vocab;
 }
@@ -99,7 +100,8 @@ Vocab vocab_for(const std::string& train_text, uint64_t hash, const DataConfig& 
 // A split's ids (`hash`: the XXH64 of its text): from the token cache, or tokenized (and
 // cached).
 std::vector<int32_t> tokenize_split(const std::string& text, uint64_t hash, const Vocab& vocab,
-                                    const std::string& path, EncodeStats* stats) {
+                                    const std::string& path, EncodeStats* stats,
+                                    TokenCacheWrites* writes) {
   const std::string cache = token_cache_dir();
   const SplitKey key{hash, vocab.checksum()};
   std::optional<TokenizedSplit> split;
@@ -111,8 +113,9 @@ std::vector<int32_t> tokenize_split(const std::string& text, uint64_t hash, cons
   if (!split) {
     split = tokenize_text(text, vocab, path);
     if (!cache.empty()) {
-      const std::string failed = write_cached_ids(cache, key, *split);
-      if (!failed.empty()) cache_warning(failed);
+      TokenCacheWrites now;
+      (writes != nullptr ? *writes : now).add_ids(cache, key, *split);
+      now.commit();
     }
   }
   if (stats != nullptr) {
@@ -126,22 +129,7 @@ std::vector<int32_t> tokenize_split(const std::string& text, uint64_t hash, cons
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-  if (is_directory(path)) throw InputError(path + ": is a directory, expected a text file");
-  errno = 0;
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) {
-    const int err = errno;
-    if (err == ENOENT) throw InputError(path + ": no such file");
-    throw InputError(path + ": cannot open: " + std::strerror(err));
-  }
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
-  if (std::ferror(f.get())) {
-    throw InputError(path + ": cannot read: " + std::strerror(errno));
-  }
-  return text;
+  return read_regular_file(path, "a text file");
 }
 
 std::string split_path(const std::string& dir, const std::string& split) {
@@ -166,27 +154,27 @@ void check_corpus_dir(const DataConfig& config) {
   }
 }
 
-Corpus load_corpus(const DataConfig& config) {
+Corpus load_corpus(const DataConfig& config, TokenCacheWrites* writes) {
   check_dir(config.dir);
   Corpus corpus;
   const std::string train_path = split_path(config.dir, "train");
   const std::string train_text = read_split(config.dir, "train");
   const uint64_t train_hash = xxh64(train_text.data(), train_text.size());  // keys both
-  corpus.vocab = vocab_for(train_text, train_hash, config, train_path);
-  corpus.train = tokenize_split(train_text, train_hash, corpus.vocab, train_path, nullptr);
+  corpus.vocab = vocab_for(train_text, train_hash, config, train_path, writes);
+  corpus.train = tokenize_split(train_text, train_hash, corpus.vocab, train_path, nullptr, writes);
   check_token_count(static_cast<int64_t>(corpus.train.size()), train_path, config.tokenizer);
-  corpus.valid = load_split(config.dir, "valid", corpus.vocab);
-  corpus.test = load_split(config.dir, "test", corpus.vocab);
+  corpus.valid = load_split(config.dir, "valid", corpus.vocab, nullptr, writes);
+  corpus.test = load_split(config.dir, "test", corpus.vocab, nullptr, writes);
   return corpus;
 }
 
 std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
-                                const Vocab& vocab, EncodeStats* stats) {
+                                const Vocab& vocab, EncodeStats* stats, TokenCacheWrites* writes) {
   check_dir(dir);
   const std::string path = split_path(dir, split);
   const std::string text = read_split(dir, split);
   std::vector<int32_t> ids =
-      tokenize_split(text, xxh64(text.data(), text.size()), vocab, path, stats);
+      tokenize_split(text, xxh64(text.data(), text.size()), vocab, path, stats, writes);
   check_token_count(static_cast<int64_t>(ids.size()), path, vocab.kind());
   return ids;
 }

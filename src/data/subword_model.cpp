@@ -111,6 +111,33 @@ std::string reason(const std::string& text) {
   return bracket == std::string::npos ? text : text.substr(bracket + 2);
 }
 
+// A training failure's reason as txl's settings can answer it: sentencepiece's advice names
+// its own command-line flags (--character_coverage, ...), which txl does not have, so each
+// sentence naming one is dropped and txl's key named instead.
+std::string training_reason(const std::string& text) {
+  std::string kept;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(". ", start);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string sentence = text.substr(start, end - start);
+    const bool names_flag = sentence.find("--") != std::string::npos ||
+                            sentence.find("character_coverage") != std::string::npos;
+    if (!names_flag) kept += sentence;
+    start = end;
+  }
+  while (!kept.empty() && kept.back() == ' ') kept.pop_back();
+  if (!kept.empty() && kept.back() != '.') kept += '.';
+  // "Vocabulary size is smaller than required_chars. 100 vs 274.": the least size it takes.
+  const size_t vs = kept.find(" vs ");
+  if (kept.find("required_chars") != std::string::npos && vs != std::string::npos) {
+    const std::string needed =
+        kept.substr(vs + 4, kept.find_first_not_of("0123456789", vs + 4) - vs - 4);
+    if (!needed.empty()) return kept + " In txl, raise data.vocab_size to at least " + needed;
+  }
+  return kept + " In txl, change data.vocab_size (or the training split)";
+}
+
 std::string training_args(std::string_view text, TokenizerKind kind, int64_t vocab_size) {
   size_t longest = 0;
   int64_t lines = 0;
@@ -157,7 +184,7 @@ std::shared_ptr<const SubwordModel> SubwordModel::train(std::string_view train_t
               train_text.size(), &model, &model_size, error, sizeof error) != 0) {
     throw InputError("data.vocab_size (" + std::to_string(vocab_size) + "): sentencepiece cannot " +
                      "train a " + to_string(kind) + " model of that size on " + source + ": " +
-                     reason(error));
+                     training_reason(reason(error)));
   }
   std::string bytes(model, model_size);
   p.release(model);

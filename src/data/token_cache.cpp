@@ -1,6 +1,7 @@
 #include "txl/data/token_cache.h"
 
 #include <fcntl.h>
+#include <spdlog/fmt/fmt.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,10 +44,11 @@ std::string vocab_entry(const std::string& dir, uint64_t train_xxh64, const Data
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO put in the cache must not block the read; it is no entry.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return;
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
       size_ = static_cast<size_t>(st.st_size);
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
       data_ = p == MAP_FAILED ? nullptr : static_cast<const unsigned char*>(p);
@@ -119,9 +121,10 @@ std::optional<TokenizedSplit> read_cached_ids(const std::string& cache_dir, cons
   return split;
 }
 
-std::string write_cached_ids(const std::string& cache_dir, const SplitKey& key,
-                             const TokenizedSplit& split) {
-  const std::string path = cached_ids_path(cache_dir, key);
+namespace {
+
+// An ids file's bytes (the layout above kMagic).
+std::string encode_cached_ids(const SplitKey& key, const TokenizedSplit& split) {
   const std::vector<int32_t>& ids = split.ids;
   std::string payload;
   payload.reserve(ids.size() * 4);
@@ -135,13 +138,44 @@ std::string write_cached_ids(const std::string& cache_dir, const SplitKey& key,
   put_u64_le(out, static_cast<uint64_t>(split.unknown));
   put_u64_le(out, xxh64(payload.data(), payload.size()));
   out += payload;
+  return out;
+}
+
+// Writes one entry's file, making its folder; "" or why it could not.
+std::string write_entry(const std::string& path, const std::string& bytes) {
   try {
     fs::create_directories(fs::path(path).parent_path());
-    write_file_atomic(path, out);
+    write_file_atomic(path, bytes);
   } catch (const std::exception& e) {
     return e.what();
   }
   return "";
+}
+
+}  // namespace
+
+std::string write_cached_ids(const std::string& cache_dir, const SplitKey& key,
+                             const TokenizedSplit& split) {
+  return write_entry(cached_ids_path(cache_dir, key), encode_cached_ids(key, split));
+}
+
+void TokenCacheWrites::add_ids(const std::string& cache_dir, const SplitKey& key,
+                               const TokenizedSplit& split) {
+  writes_.push_back([path = cached_ids_path(cache_dir, key),
+                     bytes = encode_cached_ids(key, split)] { return write_entry(path, bytes); });
+}
+
+void TokenCacheWrites::add_vocab(const std::string& cache_dir, uint64_t train_xxh64,
+                                 const DataConfig& config, const Vocab& vocab) {
+  writes_.push_back([=] { return write_cached_vocab(cache_dir, train_xxh64, config, vocab); });
+}
+
+void TokenCacheWrites::commit() {
+  for (const auto& write : writes_) {
+    if (const std::string failed = write(); !failed.empty())
+      fmt::print(stderr, "warning: token cache: {}\n", failed);
+  }
+  writes_.clear();
 }
 
 std::optional<Vocab> read_cached_vocab(const std::string& cache_dir, uint64_t train_xxh64,

@@ -212,20 +212,10 @@ void Vocab::save(const std::string& path) const {
 }
 
 Vocab Vocab::load(const std::string& path) {
-  if (is_directory(path)) throw InputError(path + ": is a directory, expected vocab.json");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    throw InputError(path + ": cannot open the vocabulary file" +
-                     (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": cannot read the vocabulary file");
+  const std::string text = read_regular_file(path, "vocab.json");
   nlohmann::json j;
   try {
-    j = parse_json_strict(buf.str(), path);
+    j = parse_json_strict(text, path);
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw InputError(path + ": invalid JSON: " + e.what());
   }

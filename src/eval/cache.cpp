@@ -80,7 +80,7 @@ std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k)
     name.insert(name.size() - 5, fmt::format("-A{}-F{:g}", k.at("aid").get<std::string>(),
                                              k.at("aid_factor").get<double>()));
   }
-  return run_dir + "/eval-cache/" + name;
+  return RunPaths{run_dir}.eval_cache() + "/" + name;
 }
 
 nlohmann::json result_to_json(const EvalResult& r) {

@@ -10,9 +10,11 @@
 #include "txl/config/encodings.h"
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
+#include "txl/eval/eval_memory.h"
 #include "txl/eval/progress.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -95,13 +97,14 @@ void plan_requests(ComparedRuns& c) {
 
 // 3. The split of every run's corpus (runs on one corpus share it): the same token ids for
 // all, or the runs would score different text.
-std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c, EncodeStats& stats) {
+std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c, EncodeStats& stats,
+                                                        TokenCacheWrites& writes) {
   std::map<std::string, std::vector<int32_t>> splits;
   uint64_t checksum0 = 0;
   for (size_t r = 0; r < c.runs.size(); ++r) {
     const auto& dir = c.runs[r].config.data.dir;
     if (!splits.count(dir))
-      splits[dir] = load_split(dir, c.split, c.runs[r].vocab, r == 0 ? &stats : nullptr);
+      splits[dir] = load_split(dir, c.split, c.runs[r].vocab, r == 0 ? &stats : nullptr, &writes);
     const uint64_t sum = checksum_ids(splits[dir]);
     if (r == 0) checksum0 = sum;
     if (sum != checksum0) {
@@ -111,6 +114,19 @@ std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c, E
     }
   }
   return splits;
+}
+
+// Every run at every length it is evaluated at must fit in memory before the first is.
+void check_runs_fit(const ComparedRuns& c,
+                    const std::map<std::string, std::vector<int32_t>>& splits) {
+  for (size_t r = 0; r < c.runs.size(); ++r) {
+    if (!c.supported[r]) continue;
+    const auto tokens = static_cast<int64_t>(splits.at(c.runs[r].config.data.dir).size());
+    for (size_t i = 0; i < c.lengths.size(); ++i) {
+      if (c.skipped[r][i].empty())
+        check_eval_fits(c.runs[r].model, request_for(c, r, c.lengths[i]), tokens);
+    }
+  }
 }
 
 // 4. One run's column: every length through the run's cache (n/a where skipped).
@@ -148,18 +164,39 @@ CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>
   return cr;
 }
 
+// Where DIR@AID splits `arg`, or npos when it is a run directory as it stands: a path that
+// exists (a folder may hold '@'), or one with no '@' in its last component. With several
+// '@', the last after which the folder exists, else the first.
+size_t aid_separator(const std::string& arg) {
+  if (fs::exists(arg)) return std::string::npos;
+  const size_t slash = arg.rfind('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  size_t first = std::string::npos, existing = std::string::npos;
+  for (size_t at = arg.find('@', name); at != std::string::npos; at = arg.find('@', at + 1)) {
+    if (first == std::string::npos) first = at;
+    if (at > 0 && fs::is_directory(arg.substr(0, at))) existing = at;
+  }
+  return existing != std::string::npos ? existing : first;
+}
+
 }  // namespace
 
 RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base) {
   RunSpec spec{arg, "", base};
-  const size_t at = arg.rfind('@');
-  // A folder may contain '@': only a known aid after it makes it a spec.
-  if (at == std::string::npos || at == 0 || fs::exists(arg)) return spec;
+  const size_t at = aid_separator(arg);
+  if (at == std::string::npos) return spec;
   const std::string tail = arg.substr(at + 1);
   const size_t colon = tail.find(':');
   const std::string name = tail.substr(0, colon);
   const auto names = extrapolation_aid_names();
-  if (std::find(names.begin(), names.end(), name) == names.end()) return spec;
+  if (at == 0 || std::find(names.begin(), names.end(), name) == names.end()) {
+    throw InputError(
+        arg + ": no such run directory, and " +
+        (at == 0 ? std::string("nothing names the run before '@'")
+                 : "\"" + name + "\" after '@' is not an extrapolation aid") +
+        "; expected DIR, DIR@AID or DIR@AID:FACTOR (one aid per run) with AID one of " +
+        join(names));
+  }
   spec.dir = arg.substr(0, at);
   spec.suffix = "@" + tail;
   spec.settings.aid = parse_extrapolation_aid(name, arg);
@@ -180,7 +217,10 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   ComparedRuns runs = load_compared_runs(o);
   plan_requests(runs);
   CompareOutcome out;
-  const auto splits = load_splits(runs, out.stats);
+  TokenCacheWrites cache_writes;  // kept until every run's split has passed its checks
+  const auto splits = load_splits(runs, out.stats, cache_writes);
+  check_runs_fit(runs, splits);
+  cache_writes.commit();
 
   Comparison& c = out.comparison;
   c.data_dir = runs.runs[0].config.data.dir;

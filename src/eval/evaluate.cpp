@@ -327,6 +327,13 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
   if (r.clamp_len < -1) {
     throw InputError("--clamp-len must be >= 0 (0 = no cap), got " + std::to_string(r.clamp_len));
   }
+  const EncodingTraits& traits = encoding_traits(model->config().pos_encoding);
+  if (r.clamp_len >= 0 && !traits.uses_clamp_len) {
+    throw InputError("--clamp-len " + std::to_string(r.clamp_len) + " caps the distances of " +
+                     join(encoding_names_where(&EncodingTraits::uses_clamp_len)) +
+                     ", but the run's model.pos_encoding is " + traits.name +
+                     ", which ignores it; leave --clamp-len out");
+  }
 }
 
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,

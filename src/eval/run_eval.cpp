@@ -22,10 +22,12 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
   for (const int64_t length : lengths) check_eval_request(run.model, request(length));
 
   RunEvalOutcome out;
-  const auto ids = load_split(run.config.data.dir, split, run.vocab, &out.stats);
+  TokenCacheWrites cache_writes;  // kept until the checks below pass
+  const auto ids = load_split(run.config.data.dir, split, run.vocab, &out.stats, &cache_writes);
   // Every length must fit in memory before the first one is evaluated.
   for (const int64_t length : lengths)
     check_eval_fits(run.model, request(length), static_cast<int64_t>(ids.size()));
+  cache_writes.commit();
 
   CachedEvaluator evaluator(run, o.checkpoint, split, ids, o.read_cache);
   EvalReport& report = out.report;

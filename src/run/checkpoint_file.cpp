@@ -119,8 +119,8 @@ std::string read_range(std::ifstream& in, uint64_t offset, uint64_t size, const 
 // Opens the file and measures it through the same descriptor: a checkpoint replaced (renamed
 // over) while an evaluation reads it is then read whole, old or new, never half of each.
 std::ifstream open_file(const std::string& path, uint64_t* size) {
-  if (is_directory(path)) throw InputError(path + ": is a directory, expected a checkpoint file");
-  if (!is_regular_file(path)) throw InputError(path + ": checkpoint file not found");
+  if (file_kind(path) == FileKind::kMissing) throw InputError(path + ": checkpoint file not found");
+  check_not_special(path, "a checkpoint file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InputError(path + ": cannot open checkpoint: " + std::strerror(errno));
   const std::streamoff end = in.tellg();

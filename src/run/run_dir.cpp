@@ -50,6 +50,24 @@ const std::vector<std::string>& run_file_names() {
   return names;
 }
 
+bool holds_run_files(const std::string& dir) {
+  for (const auto& name : run_file_names()) {
+    if (file_kind(dir + "/" + name) != FileKind::kMissing) return true;
+  }
+  return false;
+}
+
+void check_run_files(const std::string& dir) {
+  for (const auto& name : run_file_names()) {
+    const std::string path = dir + "/" + name;
+    const FileKind kind = file_kind(path);
+    if (kind != FileKind::kMissing && kind != FileKind::kRegular) {
+      throw InputError(path + " is " + describe(kind) + ", expected the run's " + name +
+                       " file: move it out of the run directory " + dir);
+    }
+  }
+}
+
 std::string default_run_dir(const std::string& config_path) {
   const std::time_t now = std::time(nullptr);
   char stamp[32];
@@ -59,9 +77,13 @@ std::string default_run_dir(const std::string& config_path) {
 
 void check_run_dir(const std::string& dir, bool force) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec))
-    throw InputError("--run-dir " + dir + " exists and is not a directory");
+  const FileKind kind = file_kind(dir);
+  if (kind == FileKind::kMissing) return;
+  if (kind != FileKind::kDirectory)
+    throw InputError("--run-dir " + dir + " is " + describe(kind) + ", expected a directory");
+  // --force replaces the run's files; one that is not a file (a directory in its place) it
+  // could neither remove nor write over.
+  if (force) check_run_files(dir);
   if (!force && !fs::is_empty(dir, ec)) {
     const bool resumable = is_regular_file(RunPaths{dir}.last_checkpoint());
     throw InputError("--run-dir " + dir +
@@ -117,21 +139,30 @@ std::string run_name(const std::string& dir) {
 
 std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
   const bool best = parse_checkpoint_choice(which, "checkpoint") == CheckpointChoice::kBest;
-  if (best && is_regular_file(paths.best_checkpoint())) return paths.best_checkpoint();
+  // A best.pt that is there but not a file is named as such (check_run_files), not skipped.
+  if (best && file_kind(paths.best_checkpoint()) != FileKind::kMissing)
+    return paths.best_checkpoint();
   return paths.last_checkpoint();
 }
 
 LoadedRun load_run(const std::string& dir, const std::string& which, const torch::Device& device) {
   LoadedRun run;
   run.paths.dir = dir;
-  if (!is_directory(dir)) throw InputError("run directory " + dir + " does not exist");
+  const FileKind kind = file_kind(dir);
+  if (kind == FileKind::kMissing) throw InputError("run directory " + dir + " does not exist");
+  if (kind != FileKind::kDirectory) {
+    throw InputError("run directory " + dir + " is " + describe(kind) +
+                     ", expected a directory written by txl train");
+  }
   for (const auto& f : {run.paths.config(), run.paths.vocab()}) {
+    check_not_special(f, "a file of the run");
     if (!is_regular_file(f))
       throw InputError(f + " is missing: " + dir + " is not a complete txl run directory");
   }
   run.config = config_from_json(read_json_file(run.paths.config()), run.paths.config());
   run.vocab = Vocab::load(run.paths.vocab());
   const std::string ckpt = checkpoint_file(run.paths, which);
+  check_not_special(ckpt, "a checkpoint file");
   if (!is_regular_file(ckpt))
     throw InputError(ckpt + " is missing: " + dir + " has no checkpoint yet");
   // On the device first: the checkpoint's tensors then load straight onto it.

@@ -33,6 +33,7 @@ bool is_resumable(const std::string& key) {
 // by --set or by --config (which must otherwise equal the run's).
 Config resume_config(const TrainRequest& o) {
   const RunPaths paths{o.resume_dir};
+  check_not_special(paths.config(), "the run's config.json");
   if (!is_regular_file(paths.config())) {
     throw InputError("--resume " + o.resume_dir + ": " + paths.config() +
                      " is missing; not a txl run directory");
@@ -41,9 +42,8 @@ Config resume_config(const TrainRequest& o) {
       config_to_json(config_from_json(read_json_file(paths.config()), paths.config()));
   nlohmann::json j = saved;
   if (!o.config_path.empty()) {
-    nlohmann::json given = read_json_file(o.config_path);
-    for (const auto& assignment : o.overrides) apply_override(given, assignment);
-    const nlohmann::json resolved = config_to_json(config_from_json(given, o.config_path));
+    const nlohmann::json resolved = config_to_json(
+        config_with_overrides(read_json_file(o.config_path), o.overrides, o.config_path));
     const auto diffs = config_differences(saved, resolved, resumable_keys());
     if (!diffs.empty()) {
       throw InputError("--config " + o.config_path + " differs from the run's " + paths.config() +
@@ -58,8 +58,8 @@ Config resume_config(const TrainRequest& o) {
         throw InputError("--set " + assignment + ": " + key + " cannot change on --resume; only " +
                          join(resumable_keys()) + " may change (start a new run for others)");
       }
-      apply_override(j, assignment);
     }
+    j = config_to_json(config_with_overrides(j, o.overrides, paths.config()));
   }
   Config config = config_from_json(j, paths.config());
   for (const auto& change : config_differences(saved, config_to_json(config))) {
@@ -71,6 +71,33 @@ Config resume_config(const TrainRequest& o) {
 }  // namespace
 
 namespace {
+
+// The run has a checkpoint.pt to resume from and every run file is a file (resuming rewrites
+// them). The hint never advises --force while best.pt is intact: that would discard it.
+void check_resumable(const std::string& dir) {
+  const RunPaths paths{dir};
+  const FileKind last = file_kind(paths.last_checkpoint());
+  if (last == FileKind::kRegular) return check_run_files(dir);
+  const std::string problem =
+      "--resume " + dir + ": " +
+      (last == FileKind::kMissing
+           ? std::string("no checkpoint.pt there to resume from")
+           : paths.last_checkpoint() + " is " + describe(last) + ", not a checkpoint file");
+  if (is_regular_file(paths.best_checkpoint())) {
+    throw InputError(problem + "; its best.pt is intact: evaluate it (txl eval --run " + dir +
+                     "), or " + (last == FileKind::kMissing ? "" : "move checkpoint.pt away, ") +
+                     "copy best.pt to checkpoint.pt and resume again to continue from best.pt's "
+                     "step (the steps after it are trained again)");
+  }
+  if (last != FileKind::kMissing) {
+    throw InputError(problem + "; move it out of " + dir +
+                     " (the run has no other checkpoint to continue from)");
+  }
+  throw InputError(problem +
+                   " (the run stopped before its first checkpoint); start it again with txl "
+                   "train --config FILE --run-dir " +
+                   dir + " --force");
+}
 
 // train.batch_size streams split evenly over the ranks.
 void check_streams_per_rank(const Config& config, int world_size) {
@@ -100,9 +127,7 @@ PreparedTraining prepare_follower(const TrainRequest& o) {
   if (resume) {
     p.config = resume_config(o);
   } else {
-    nlohmann::json j = read_json_file(o.config_path);
-    for (const auto& assignment : o.overrides) apply_override(j, assignment);
-    p.config = config_from_json(j, o.config_path);
+    p.config = config_with_overrides(read_json_file(o.config_path), o.overrides, o.config_path);
   }
   check_streams_per_rank(p.config, o.world_size);
   check_training_device(p.config, o.world_size);
@@ -125,19 +150,16 @@ PreparedTraining prepare_training(const TrainRequest& o) {
   TrainOptions& options = p.options;
   const bool resume = !o.resume_dir.empty();
   if (resume) {
-    if (!is_directory(o.resume_dir)) {
-      throw InputError("--resume " + o.resume_dir + ": no such run directory");
+    if (const FileKind kind = file_kind(o.resume_dir); kind != FileKind::kDirectory) {
+      throw InputError("--resume " + o.resume_dir + ": " +
+                       (kind == FileKind::kMissing
+                            ? "no such run directory"
+                            : "is " + describe(kind) + ", expected a run directory"));
     }
     p.lock = std::make_unique<RunLock>(o.resume_dir);
     config = resume_config(o);
     const RunPaths paths{o.resume_dir};
-    if (!is_regular_file(paths.last_checkpoint())) {
-      throw InputError("--resume " + o.resume_dir +
-                       ": no checkpoint.pt there to resume from (the "
-                       "run stopped before its first checkpoint); start it again with txl train "
-                       "--config FILE --run-dir " +
-                       o.resume_dir + " --force");
-    }
+    check_resumable(o.resume_dir);
     const auto state = read_checkpoint_state(paths.last_checkpoint());
     if (state.step >= config.train.max_steps) {
       throw InputError(o.resume_dir + " already finished (" + std::to_string(state.step) +
@@ -154,21 +176,21 @@ PreparedTraining prepare_training(const TrainRequest& o) {
   } else {
     if (o.config_path.empty())
       throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
-    nlohmann::json j = read_json_file(o.config_path);
-    for (const auto& assignment : o.overrides) apply_override(j, assignment);
-    config = config_from_json(j, o.config_path);
+    config = config_with_overrides(read_json_file(o.config_path), o.overrides, o.config_path);
     check_streams_per_rank(config, o.world_size);
     check_training_device(config, o.world_size);
     check_corpus_dir(config.data);
     options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
+    TokenCacheWrites cache_writes;  // written once the run directory is made
     // Lock before --force clears anything, so a run in progress there is never touched.
     if (is_directory(options.run_dir)) p.lock = std::make_unique<RunLock>(options.run_dir);
     // Every check that can fail on the input comes before the run directory is made or
     // cleared: a refused run leaves the disk as it was.
     check_run_dir(options.run_dir, o.force);
-    p.corpus = load_training_data(config);
+    p.corpus = load_training_data(config, &cache_writes);
     p.created_dir = !is_directory(options.run_dir);
     prepare_run_dir(options.run_dir, o.force);
+    cache_writes.commit();
     if (!p.lock) p.lock = std::make_unique<RunLock>(options.run_dir);
   }
   return p;

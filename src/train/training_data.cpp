@@ -10,9 +10,10 @@
 
 namespace txl {
 
-Corpus load_training_data(const Config& config) {
+Corpus load_training_data(const Config& config, TokenCacheWrites* writes) {
   auto t_load = Clock::now();
-  Corpus corpus = load_corpus(config.data);
+  TokenCacheWrites own;
+  Corpus corpus = load_corpus(config.data, writes != nullptr ? writes : &own);
   fmt::print(stderr, "data: {} | vocab {} | train {} / valid {} / test {} tokens | {:.1f} s\n",
              config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
              corpus.test.size(), seconds_since(t_load));
@@ -21,6 +22,7 @@ Corpus load_training_data(const Config& config) {
                          longest_segment(tc));
   check_training_memory(estimate_training_memory(config, corpus.vocab.size(), longest_segment(tc)),
                         available_memory_bytes());
+  own.commit();
   return corpus;
 }
 

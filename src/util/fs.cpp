@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
+
+#include "txl/util/error.h"
 
 namespace txl {
 
@@ -15,9 +18,112 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
+FileKind kind_of(mode_t mode) {
+  if (S_ISREG(mode)) return FileKind::kRegular;
+  if (S_ISDIR(mode)) return FileKind::kDirectory;
+  if (S_ISFIFO(mode)) return FileKind::kFifo;
+  if (S_ISSOCK(mode)) return FileKind::kSocket;
+  if (S_ISCHR(mode)) return FileKind::kCharDevice;
+  if (S_ISBLK(mode)) return FileKind::kBlockDevice;
+  return FileKind::kOther;
+}
+
+// Linux's own limit on links followed in one lookup (MAXSYMLINKS).
+constexpr int kMaxLinks = 40;
+
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& content) {
+FileKind file_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return kind_of(st.st_mode);
+  return errno == ENOENT || errno == ENOTDIR ? FileKind::kMissing : FileKind::kOther;
+}
+
+std::string describe(FileKind kind) {
+  switch (kind) {
+    case FileKind::kMissing:
+      return "missing";
+    case FileKind::kRegular:
+      return "a regular file";
+    case FileKind::kDirectory:
+      return "a directory";
+    case FileKind::kFifo:
+      return "a FIFO (named pipe)";
+    case FileKind::kSocket:
+      return "a socket";
+    case FileKind::kCharDevice:
+      return "a character device";
+    case FileKind::kBlockDevice:
+      return "a block device";
+    case FileKind::kOther:
+      break;
+  }
+  return "not a file txl can use (a loop of links, or no permission to look)";
+}
+
+std::string link_target(const std::string& path) {
+  std::string current = path;
+  for (int hops = 0; hops < kMaxLinks; ++hops) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::vector<char> buf(static_cast<size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+    const ssize_t n = ::readlink(current.c_str(), buf.data(), buf.size());
+    if (n < 0 || static_cast<size_t>(n) >= buf.size()) return current;  // changed meanwhile
+    const std::string target(buf.data(), static_cast<size_t>(n));
+    const size_t slash = current.rfind('/');
+    current = target.empty() || target.front() == '/' || slash == std::string::npos
+                  ? target
+                  : current.substr(0, slash + 1) + target;
+  }
+  throw InputError(path + ": too many levels of symbolic links (a loop?)");
+}
+
+void check_not_special(const std::string& path, const std::string& expected) {
+  const FileKind kind = file_kind(path);
+  if (kind == FileKind::kMissing || kind == FileKind::kRegular) return;
+  throw InputError(path + ": is " + describe(kind) + ", expected " + expected);
+}
+
+std::string read_regular_file(const std::string& path, const std::string& expected) {
+  const FileKind kind = file_kind(path);
+  if (kind == FileKind::kMissing) throw InputError(path + ": no such file");
+  check_not_special(path, expected);
+  // O_NONBLOCK: opening a FIFO put there since the check returns at once instead of waiting
+  // for a writer; fstat then sees it on the descriptor itself.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot open: " + errno_text());
+  struct stat st {};
+  const FileKind opened = ::fstat(fd, &st) == 0 ? kind_of(st.st_mode) : FileKind::kOther;
+  if (opened != FileKind::kRegular) {
+    ::close(fd);
+    throw InputError(path + ": is " + describe(opened) + ", expected " + expected);
+  }
+  std::string text;
+  if (st.st_size > 0) text.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = errno_text();
+      ::close(fd);
+      throw InputError(path + ": cannot read: " + why);
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+void write_file_atomic(const std::string& given, const std::string& content) {
+  // Through a link to its target; only a regular file (or nothing) may be replaced.
+  const std::string path = link_target(given);
+  const FileKind kind = file_kind(path);
+  if (kind != FileKind::kMissing && kind != FileKind::kRegular) {
+    throw InputError((path == given ? given : given + " (a link to " + path + ")") + ": is " +
+                     describe(kind) + "; txl writes only regular files and leaves it as it is");
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + errno_text());
@@ -45,14 +151,8 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
+bool is_directory(const std::string& path) { return file_kind(path) == FileKind::kDirectory; }
 
-bool is_regular_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+bool is_regular_file(const std::string& path) { return file_kind(path) == FileKind::kRegular; }
 
 }  // namespace txl

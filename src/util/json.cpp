@@ -77,18 +77,7 @@ json parse_json_strict(const std::string& text, const std::string& source) {
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  // fopen on a directory succeeds on Linux and only the read fails, with a vaguer message.
-  if (is_directory(path)) throw InputError(path + ": is a directory, expected a JSON file");
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw InputError("cannot read " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[65536];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(file) != 0;
-  const int read_errno = errno;
-  std::fclose(file);
-  if (failed) throw InputError("cannot read " + path + ": " + std::strerror(read_errno));
+  const std::string text = read_regular_file(path, "a JSON file");
   try {
     return parse_json_strict(text, path);
   } catch (const nlohmann::json::parse_error& e) {

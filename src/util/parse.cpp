@@ -19,6 +19,7 @@ std::optional<std::string> parse_positive_integers(const std::string& text,
     if (used == 0 || used != item.size() || value < 1) return item;
     out.push_back(value);
   }
+  if (!text.empty() && text.back() == ',') return "";  // getline drops a trailing empty item
   return std::nullopt;
 }
 

@@ -116,7 +116,7 @@ Config all_changed() {
   c.train.min_lr_ratio = 0.5;
   c.train.weight_decay = 0.01;
   c.train.clip = 1.5;
-  c.train.seed = -42;
+  c.train.seed = 42;
   c.train.log_interval = 1;
   c.train.eval_interval = 0;
   c.train.eval_max_tokens = 999;
@@ -415,6 +415,10 @@ const std::vector<BadCase>& bad_cases() {
     add("empty_lengths", with("eval", R"({"lengths":[]})"), {"eval.lengths is empty"});
     add("zero_length", with("eval", R"({"lengths":[64,0]})"), {"eval.lengths[1] (0) must be >= 1"});
     add("negative_length", with("eval", R"({"lengths":[-5]})"), {"eval.lengths[0] (-5)"});
+    add("repeated_length", with("eval", R"({"lengths":[32,64,32]})"),
+        {"eval.lengths[2] (32) repeats eval.lengths[0]"});
+    // A negative seed would wrap to another one (seeds are unsigned 64-bit).
+    add("seed_negative", with("train", R"({"seed":-1})"), {"train.seed (-1) must be >= 0"});
     return out;
   }();
   return cases;
@@ -451,6 +455,35 @@ TEST(ConfigValidate, NoSourcePrefixWhenCalledDirectly) {
 
 // ---------------------------------------------------------------------------------------------
 // --set overrides.
+
+// A value given with --set is not in the file: an error about it names the --set (the
+// last one of its key), one about the file's own keys names the file.
+TEST(ConfigOverride, AnErrorAboutASetKeyNamesTheSetNotTheFile) {
+  const json file = json::parse(R"({"data": {"dir": "x"}, "model": {"pos_encoding": "rope"}})");
+  const auto error = [&](const std::vector<std::string>& overrides, const json& base) {
+    return input_error_of([&] { config_with_overrides(base, overrides, "cfg.json"); });
+  };
+  std::string message = error({"model.rope_base=5", "model.rope_base=-1"}, file);
+  EXPECT_EQ(
+      message.rfind("--set model.rope_base=-1 (over cfg.json): model.rope_base (-1) must be", 0),
+      0u)
+      << message;
+  // A rule between a --set key and a file key names the --set.
+  message = error({"model.n_head=3"}, file);
+  EXPECT_EQ(
+      message.rfind("--set model.n_head=3 (over cfg.json): model.d_model (256) must equal", 0), 0u)
+      << message;
+  // train.tgt_len is not named by a message about train.tgt_len_max alone.
+  json bad_file = file;
+  bad_file["train"]["tgt_len_max"] = -1;
+  message = error({"train.lr=0.01"}, bad_file);
+  EXPECT_EQ(message.rfind("cfg.json: train.tgt_len_max", 0), 0u) << message;
+  message = error({"train.tgt_len=8"}, bad_file);
+  EXPECT_EQ(message.rfind("--set train.tgt_len=8 (over cfg.json): train.tgt_len_max (-1)", 0), 0u)
+      << message;
+  // Without an error, the overrides are applied.
+  EXPECT_EQ(config_with_overrides(file, {"model.n_layer=7"}, "cfg.json").model.n_layer, 7);
+}
 
 TEST(ConfigOverride, CreatesMissingSection) {
   json j = json::parse(R"({"data": {"dir": "x"}})");
@@ -601,7 +634,7 @@ TEST_F(ConfigReadFile, MissingFileNamesPath) {
   const std::string path = dir_ + "/absent.json";
   const std::string message = input_error_of([&] { read_json_file(path); });
   expect_contains(message, path);
-  expect_contains(message, "No such file");
+  expect_contains(message, "no such file");
 }
 
 TEST_F(ConfigReadFile, DirectoryNamesPath) {

@@ -156,6 +156,33 @@ TEST_F(CorpusDir, SplitThatIsADirectoryIsNamed) {
       path));
 }
 
+// A FIFO would block the read until a writer came (txl train hung with no output): every
+// split is refused at once, naming it, and a link to a regular file is read through.
+TEST_F(CorpusDir, ASplitThatIsAFifoIsRefusedAtOnceAndALinkIsFollowed) {
+  for (const char* split : {"train", "valid", "test"}) {
+    fs::remove_all(dir_);
+    write_all("a b\n", "a b\n", "a b\n");
+    const std::string path = split_path(dir_, split);
+    fs::remove(path);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+    const std::string expected = path + ": is a FIFO (named pipe), expected a text file";
+    EXPECT_TRUE(contains(check_error(), expected)) << check_error();
+    try {
+      load_corpus(config());
+      ADD_FAILURE() << "load_corpus read a FIFO";
+    } catch (const InputError& e) {
+      EXPECT_TRUE(contains(e.what(), expected)) << e.what();
+    }
+  }
+  fs::remove_all(dir_);
+  write_all("a b\n", "a b\n", "a b\n");
+  const std::string valid = split_path(dir_, "valid");
+  fs::rename(valid, root_ / "elsewhere.txt");
+  fs::create_symlink(root_ / "elsewhere.txt", valid);
+  EXPECT_EQ(check_error(), "");
+  EXPECT_EQ(load_corpus(config()).valid.size(), 3u);  // a, b, <eos>
+}
+
 TEST_F(CorpusDir, EmptyWhitespaceOnlyAndTooShortSplitsAreNamed) {
   write_all("a b\n", "", "a b\n");
   const std::string valid = split_path(dir_, "valid");

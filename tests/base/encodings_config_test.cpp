@@ -10,6 +10,7 @@
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 namespace {
@@ -117,6 +118,82 @@ TEST(EncodingTraits, MemoryRuleComesFromTheTraits) {
       EXPECT_NE(message.find(t.name), std::string::npos) << message;
     }
   }
+}
+
+// bucket(n) divides by ln(t5_max_distance / E), E = t5_buckets / 2: the pair is checked
+// together, naming both keys, and the first value that passes is E + 1 (core tests train
+// and evaluate a model at that boundary, t5_boundary in train_eval_test).
+TEST(EncodingOptions, T5MaxDistanceMustExceedHalfTheBucketsNamingBoth) {
+  for (const int64_t buckets : {2, 3, 8, 31, 32, 4096}) {
+    const int64_t exact = buckets / 2;
+    const auto at = [&](int64_t max_distance) {
+      json model = {
+          {"pos_encoding", "t5"}, {"t5_buckets", buckets}, {"t5_max_distance", max_distance}};
+      json j = with_model(model);
+      j["train"]["mem_len"] = 8;
+      return error_of(j);
+    };
+    EXPECT_EQ(at(exact + 1), "(no error)") << buckets;
+    if (exact >= 2) {  // t5_max_distance's own range starts at 2
+      const std::string message = at(exact);
+      EXPECT_NE(message.find("cfg.json: model.t5_max_distance (" + std::to_string(exact) +
+                             ") must be greater than model.t5_buckets / 2 (" +
+                             std::to_string(buckets) + " / 2 = " + std::to_string(exact) + ")"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("at least " + std::to_string(exact + 1)), std::string::npos)
+          << message;
+    }
+  }
+}
+
+// model.clamp_len and model.max_rel_dist, shared keys: given (other than at their defaults)
+// to an encoding whose traits say it ignores them, they are refused naming the key, the
+// encoding and those that read it; every run's config.json holds them at their defaults.
+TEST(EncodingOptions, SharedKeysAreRefusedWithAnEncodingThatIgnoresThem) {
+  struct Shared {
+    const char* key;
+    int64_t value, fallback;
+    bool EncodingTraits::*reads;
+  };
+  for (const Shared& k : {Shared{"clamp_len", 8, 0, &EncodingTraits::uses_clamp_len},
+                          Shared{"max_rel_dist", 64, 512, &EncodingTraits::uses_max_rel_dist}}) {
+    for (const auto& t : encoding_registry()) {
+      json j = with_model({{"pos_encoding", t.name}, {k.key, k.value}});
+      const std::string message = error_of(j);
+      if (t.*k.reads) {
+        EXPECT_EQ(message, "(no error)") << t.name << " " << k.key;
+      } else {
+        EXPECT_NE(message.find(std::string("model.") + k.key + " (" + std::to_string(k.value) +
+                               ") is read by pos_encoding " + join(encoding_names_where(k.reads)) +
+                               ", but model.pos_encoding is " + t.name),
+                  std::string::npos)
+            << message;
+      }
+      j["model"][k.key] = k.fallback;  // the default, as config.json records it
+      EXPECT_EQ(error_of(j), "(no error)") << t.name << " " << k.key;
+    }
+  }
+  // The resolved config of an encoding that ignores them reads back.
+  const auto rope = config_from_json(with_model({{"pos_encoding", "rope"}}), "cfg.json");
+  EXPECT_NO_THROW(config_from_json(config_to_json(rope), "config.json"));
+}
+
+TEST(EncodingOptions, ALearnedTableMustHoldATrainingSegment) {
+  json j = with_model({{"pos_encoding", "learned_absolute"}, {"max_len", 64}});
+  j["train"]["tgt_len"] = 64;
+  EXPECT_EQ(error_of(j), "(no error)");
+  j["train"]["tgt_len"] = 65;
+  std::string message = error_of(j);
+  EXPECT_NE(message.find("cfg.json: model.max_len (64) must be at least train.tgt_len (65)"),
+            std::string::npos)
+      << message;
+  j["train"]["tgt_len"] = 32;
+  j["train"]["tgt_len_max"] = 100;
+  message = error_of(j);
+  EXPECT_NE(message.find("model.max_len (64) must be at least train.tgt_len_max (100)"),
+            std::string::npos)
+      << message;
 }
 
 TEST(ExtrapolationAid, NamesRoundTripAndDerivedScale) {

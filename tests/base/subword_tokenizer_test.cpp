@@ -134,11 +134,16 @@ TEST_P(Subword, AVocabularySizeTheTextCannotSupportNamesTheKey) {
       [&] { build_vocab(training_text(), subword_config(GetParam(), 100), "train.txt"); });
   EXPECT_TRUE(contains(small, "data.vocab_size (100)")) << small;
   EXPECT_TRUE(contains(small, "train.txt")) << small;
+  // sentencepiece's own advice names its flags (--character_coverage), which txl lacks.
+  EXPECT_FALSE(contains(small, "--")) << small;
+  EXPECT_FALSE(contains(small, "character_coverage")) << small;
+  EXPECT_TRUE(contains(small, "In txl, raise data.vocab_size to at least ")) << small;
   // Too large for a few kilobytes of text.
   const std::string large = input_error(
       [&] { build_vocab(training_text(), subword_config(GetParam(), 50000), "train.txt"); });
   EXPECT_TRUE(contains(large, "data.vocab_size (50000)")) << large;
   EXPECT_TRUE(contains(large, "too high")) << large;
+  EXPECT_FALSE(contains(large, "--")) << large;
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, Subword,

@@ -194,6 +194,37 @@ TEST_F(TokenCacheTest, LoadCorpusFillsTheCacheAndRebuildsADamagedEntry) {
   EXPECT_EQ(b.bytes, static_cast<int64_t>(std::string("the cat sat\n").size()));
 }
 
+// A command that refuses its input after loading (a segment longer than a stream, a model
+// too big for memory) must leave the cache as it was: what loading made is held until the
+// command commits it, and dropped otherwise.
+TEST_F(TokenCacheTest, WritesAreHeldUntilCommittedAndDroppedOtherwise) {
+  DataConfig config = config_of(TokenizerKind::kWord);
+  config.dir = corpus(lines(50));
+  const auto files = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(cache(), ec), end; !ec && it != end;
+         it.increment(ec)) {
+      n += it->is_regular_file() ? 1 : 0;
+    }
+    return n;
+  };
+  {
+    TokenCacheWrites dropped;
+    const Corpus loaded = load_corpus(config, &dropped);
+    EXPECT_FALSE(loaded.train.empty());
+    load_split(config.dir, "valid", loaded.vocab, nullptr, &dropped);
+  }
+  EXPECT_EQ(files(), 0u) << "loading wrote to the cache before the command committed";
+  TokenCacheWrites kept;
+  const Corpus loaded = load_corpus(config, &kept);
+  EXPECT_EQ(files(), 0u);
+  kept.commit();
+  EXPECT_EQ(files(), 3u);  // vocab.json, train's ids, and valid = test (same bytes)
+  kept.commit();           // committed entries are not written twice
+  EXPECT_EQ(load_corpus(config).train, loaded.train);
+}
+
 TEST_F(TokenCacheTest, OffTurnsTheCacheOff) {
   ::setenv("TXL_CACHE_DIR", "off", 1);
   EXPECT_EQ(token_cache_dir(), "");

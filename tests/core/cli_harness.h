@@ -288,8 +288,11 @@ inline std::string write_corpus(const std::string& dir, const std::string& train
 inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir,
                            const std::string& encoding, const std::string& tokenizer = "char",
                            int steps = 3, const std::vector<std::string>& extra = {}) {
-  // Encodings without memory (absolute, learned_absolute) refuse train.mem_len > 0.
-  const bool absolute = !encoding_traits(parse_pos_encoding(encoding, "encoding")).takes_memory;
+  // Encodings without memory (absolute, learned_absolute) refuse train.mem_len > 0, and those
+  // without a distance table model.max_rel_dist.
+  const EncodingTraits& traits = encoding_traits(parse_pos_encoding(encoding, "encoding"));
+  const bool absolute = !traits.takes_memory;
+  const std::string table = traits.uses_max_rel_dist ? ", \"max_rel_dist\": 64" : "";
   const std::string config = run_dir + ".config.json";
   write_text(config,
              std::string("{\"data\": {\"dir\": \"") + corpus + "\", \"tokenizer\": \"" + tokenizer +
@@ -297,7 +300,9 @@ inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir
                  " \"model\": {\"pos_encoding\": \"" +
                  encoding +
                  "\", \"n_layer\": 1, \"d_model\": 16, \"n_head\": 2,"
-                 " \"d_head\": 8, \"d_inner\": 32, \"dropout\": 0.0, \"max_rel_dist\": 64},"
+                 " \"d_head\": 8, \"d_inner\": 32, \"dropout\": 0.0" +
+                 table +
+                 "},"
                  " \"train\": {\"tgt_len\": 16, \"mem_len\": " +
                  (absolute ? "0" : "16") +
                  ", \"batch_size\": 4, \"max_steps\": " + std::to_string(steps) +

@@ -4,10 +4,12 @@
 // Aids change the scores and the cache key.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
 #include "txl/config/encodings.h"
+#include "txl/model/encodings/t5.h"
 
 namespace txl {
 namespace {
@@ -57,6 +59,40 @@ TEST(EncodingsCli, EveryEncodingTrainsEvaluatesAndSamples) {
     }
     const auto s = run_txl({"sample", "--run", run, "--tokens", "12", "--seed", "3"});
     EXPECT_EQ(s.code, 0) << s.err;
+  }
+  testing::cleanup_scratch();
+}
+
+// t5 with t5_max_distance at or below t5_buckets / 2 crashed inside LibTorch ("index out of
+// range") and is refused by validation now (encodings_config_test). The smallest value that
+// passes, t5_buckets / 2 + 1, keeps every bucket in the table at any distance, and a model
+// with it trains and evaluates at 16x its training length, with and without memory.
+TEST(EncodingsCli, T5AtItsSmallestValidMaxDistanceTrainsAndEvaluatesLongWindows) {
+  for (const int64_t buckets : {2, 3, 8, 32, 4096}) {
+    const int64_t max_distance = buckets / 2 + 1;
+    for (const int64_t n :
+         {int64_t{0}, max_distance - 1, max_distance, int64_t{100000}, int64_t{1} << 40}) {
+      const int64_t b = t5_bucket(n, buckets, max_distance);
+      EXPECT_GE(b, 0) << buckets << " " << n;
+      EXPECT_LT(b, buckets) << buckets << " " << n;
+    }
+    const auto d = torch::tensor({int64_t{0}, max_distance, int64_t{1} << 40});
+    const auto t = t5_buckets(d, buckets, max_distance);
+    EXPECT_GE(t.min().item<int64_t>(), 0) << buckets;
+    EXPECT_LT(t.max().item<int64_t>(), buckets) << buckets;
+  }
+  const auto dir = testing::scratch_dir("encodings_t5_boundary");
+  const auto corpus = tiny_corpus(dir);
+  const auto run = dir + "/t5";
+  ASSERT_TRUE(testing::train_tiny_run(
+      corpus, run, "t5", "char", 3,
+      {"--set", "model.t5_buckets=32", "--set", "model.t5_max_distance=17"}));
+  for (const std::string method : {"nonoverlap", "memory"}) {
+    const auto e = run_txl({"eval", "--run", run, "--lengths", "256", "--method", method, "--json",
+                            dir + "/" + method + ".json"});
+    ASSERT_EQ(e.code, 0) << method << ": " << e.err;
+    const auto j = nlohmann::json::parse(read_text(dir + "/" + method + ".json"));
+    EXPECT_TRUE(std::isfinite(j["results"][0]["ppl"].get<double>())) << e.out;
   }
   testing::cleanup_scratch();
 }

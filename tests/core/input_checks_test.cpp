@@ -11,6 +11,7 @@
 //  - a duplicate key in a config file or in a run's vocab.json;
 //  - an evaluation or a training run that needs more memory than is available.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 
@@ -150,6 +151,234 @@ TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
     EXPECT_FALSE(fs::exists(fresh)) << row.name << ": a run directory was created";
     EXPECT_TRUE(fs::is_directory(empty)) << row.name << ": the empty run directory was removed";
     EXPECT_FALSE(fs::exists(json)) << row.name << ": --json was written";
+  }
+  testing::cleanup_scratch();
+}
+
+// A table of rows, each run against `watched` folders that must not change, no `fresh` run
+// directory and no --json output. Returns each row's stderr by name.
+std::map<std::string, std::string> expect_refusals(const std::vector<Row>& rows,
+                                                   const std::vector<std::string>& watched,
+                                                   const std::string& fresh,
+                                                   const std::string& json) {
+  std::map<std::string, std::string> errors;
+  for (const auto& row : rows) {
+    std::map<std::string, std::map<std::string, std::string>> before;
+    for (const auto& d : watched) before[d] = snapshot(d);
+    const auto r = run_txl(row.args, row.env);
+    EXPECT_EQ(r.code, row.code) << row.name << ": " << r.err;
+    EXPECT_NE(r.err.find(row.word), std::string::npos)
+        << row.name << ": expected \"" << row.word << "\" in: " << r.err;
+    for (const auto& d : watched) EXPECT_EQ(snapshot(d), before[d]) << row.name << ": " << d;
+    EXPECT_FALSE(fs::exists(fresh)) << row.name << ": a run directory was created";
+    EXPECT_FALSE(fs::exists(json)) << row.name << ": --json was written";
+    errors[row.name] = r.err;
+  }
+  return errors;
+}
+
+// Issue 27: evaluation and sampling flags that would be ignored, read as a default, wrap or
+// run out of memory; aids and run directories named for what they are.
+TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
+  const std::string dir = testing::scratch_dir("input_checks_flags");
+  const std::string corpus =
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string run = dir + "/run", absolute = dir + "/absolute";
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  ASSERT_TRUE(testing::train_tiny_run(corpus, absolute, "absolute"));
+  const std::string config = run + ".config.json", json = dir + "/out.json";
+  const std::vector<std::string> eval = {"eval", "--run", run, "--json", json};
+  const std::vector<std::string> compare = {"compare", run, absolute, "--json", json};
+  const std::vector<std::string> sample = {"sample", "--run", run};
+  const auto with = [](std::vector<std::string> base, const std::vector<std::string>& extra) {
+    base.insert(base.end(), extra.begin(), extra.end());
+    return base;
+  };
+  // clang-format off
+  const std::vector<Row> rows = {
+      // A flag of one method (or of an aid) given where it is not read.
+      {"stride_nonoverlap", with(eval, {"--stride", "4"}), 2,
+       "--stride applies to --method sliding only, but --method is nonoverlap"},
+      {"mem_len_sliding", with(eval, {"--method", "sliding", "--mem-len", "4"}), 2,
+       "--mem-len applies to --method memory only, but --method is sliding"},
+      {"mem_len_nonoverlap", with(compare, {"--mem-len", "4"}), 2, "--mem-len applies"},
+      {"streams_nonoverlap", with(eval, {"--streams", "2"}), 2, "--streams applies"},
+      {"aid_factor_alone", with(eval, {"--aid-factor", "2"}), 2,
+       "--aid-factor 2 scales an extrapolation aid, but no --aid is given"},
+      {"aid_factor_alone_compare", with(compare, {"--aid-factor", "2"}), 2, "no --aid is given"},
+      {"clamp_len_absolute", {"eval", "--run", absolute, "--clamp-len", "4", "--json", json}, 2,
+       "--clamp-len 4 caps the distances of relative"},
+      // Lists: empty, repeated, a trailing comma; an empty value is not the default.
+      {"lengths_empty", with(eval, {"--lengths", ""}), 2, "--lengths is given an empty value"},
+      {"lengths_repeat", with(eval, {"--lengths", "32,32"}), 2, "32 is given twice"},
+      {"lengths_trailing_comma", with(compare, {"--lengths", "32,"}), 2,
+       "--lengths \"32,\": \"\" is not a positive integer"},
+      {"split_empty", with(eval, {"--split", ""}), 2, "--split is given an empty value"},
+      {"bench_encodings_empty", {"bench", "--config", config, "--encodings", "", "--json", json},
+       2, "--encodings is given an empty value"},
+      {"bench_encodings_repeat",
+       {"bench", "--config", config, "--encodings", "rope,alibi,rope", "--json", json}, 2,
+       "rope is given twice"},
+      // Numbers that would wrap or exhaust memory.
+      {"sample_seed_negative", with(sample, {"--seed", "-1"}), 2, "--seed -1 is not valid"},
+      {"sample_tokens_huge", with(sample, {"--tokens", "99999999999"}), 2,
+       "--tokens 99999999999 is not valid; expected 1 to 10000000"},
+      {"bench_long_window_huge",
+       {"bench", "--config", config, "--long-length", "99999999999", "--json", json}, 2,
+       "--long-length 99999999999 (relative): "},
+      // Aids after '@' that are not one aid; a run directory that is a file.
+      {"aid_unknown", {"compare", run + "@bogus", "--json", json}, 2,
+       "\"bogus\" after '@' is not an extrapolation aid"},
+      {"aid_empty", {"compare", run + "@", "--json", json}, 2, "\"\" after '@' is not"},
+      {"aid_two", {"compare", run + "@pi@ntk", "--json", json}, 2, "\"pi@ntk\" after '@'"},
+      {"run_is_a_file", {"eval", "--run", config, "--json", json}, 2,
+       "run directory " + config + " is a regular file, expected a directory"},
+  };
+  // clang-format on
+  expect_refusals(rows, {run, absolute}, dir + "/fresh", json);
+  testing::cleanup_scratch();
+}
+
+// Issue 27: configuration errors named for their cause, run files that are not files, and
+// the resume hint that must not advise --force while best.pt is intact.
+TEST(InputChecks, ConfigAndRunFileErrorsNameTheirCause) {
+  const std::string dir = testing::scratch_dir("input_checks_causes");
+  const std::string corpus =
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string run = dir + "/run";
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  const std::string config = run + ".config.json", json = dir + "/out.json";
+  const std::string fresh = dir + "/fresh";
+  // Damaged copies: best.pt a directory; checkpoint.pt a directory beside an intact best.pt;
+  // checkpoint.pt missing beside an intact best.pt.
+  const std::string bad_best = dir + "/bad_best", bad_last = dir + "/bad_last",
+                    no_last = dir + "/no_last";
+  for (const auto& d : {bad_best, bad_last, no_last}) fs::copy(run, d, fs::copy_options::recursive);
+  ASSERT_TRUE(fs::is_regular_file(run + "/best.pt"));
+  fs::remove(bad_best + "/best.pt");
+  fs::create_directory(bad_best + "/best.pt");
+  fs::remove(bad_last + "/checkpoint.pt");
+  fs::create_directory(bad_last + "/checkpoint.pt");
+  fs::remove(no_last + "/checkpoint.pt");
+  const std::string fifo_config = dir + "/fifo.json";
+  ASSERT_EQ(::mkfifo(fifo_config.c_str(), 0644), 0);
+  const std::vector<std::string> train = {"train", "--config", config, "--run-dir", fresh};
+  const auto with = [](std::vector<std::string> base, const std::vector<std::string>& extra) {
+    base.insert(base.end(), extra.begin(), extra.end());
+    return base;
+  };
+  // clang-format off
+  const std::vector<Row> rows = {
+      // Keys an encoding ignores, pairs that must agree, a seed that would wrap.
+      {"clamp_len_rope", with(train, {"--set", "model.pos_encoding=rope", "--set", "model.clamp_len=8"}),
+       2, "model.clamp_len (8) is read by pos_encoding relative, relative_learned, alibi, kerple, "
+          "but model.pos_encoding is rope"},
+      {"max_rel_dist_alibi", with(train, {"--set", "model.pos_encoding=alibi", "--set",
+                                             "model.max_rel_dist=64"}),
+       2, "model.max_rel_dist (64) is read by pos_encoding relative_learned"},
+      {"t5_pair", with(train, {"--set", "model.pos_encoding=t5", "--set", "model.t5_max_distance=16"}),
+       2, "--set model.t5_max_distance=16 (over " + config + "): model.t5_max_distance (16) must "
+          "be greater than model.t5_buckets / 2 (32 / 2 = 16)"},
+      {"learned_table_short", with(train, {"--set", "model.pos_encoding=learned_absolute", "--set",
+                                           "train.mem_len=0", "--set", "model.max_len=8"}),
+       2, "model.max_len (8) must be at least train.tgt_len (16)"},
+      {"seed_negative", with(train, {"--set", "train.seed=-1"}), 2,
+       "--set train.seed=-1 (over " + config + "): train.seed (-1) must be >= 0"},
+      {"set_blamed", with(train, {"--set", "model.pos_encoding=rope", "--set", "model.rope_base=-1"}),
+       2, "--set model.rope_base=-1 (over " + config + "): model.rope_base (-1)"},
+      {"run_dir_empty", {"train", "--config", config, "--run-dir", ""}, 2,
+       "--run-dir is given an empty value"},
+      {"config_fifo", {"train", "--config", fifo_config, "--run-dir", fresh}, 2,
+       fifo_config + ": is a FIFO (named pipe), expected a JSON file"},
+      {"resume_set_blamed", {"train", "--resume", run, "--set", "train.max_steps=0"}, 2,
+       "--set train.max_steps=0 (over " + run + "/config.json): train.max_steps (0) must be >= 1"},
+      // Run files that are not files are named as such.
+      {"best_is_a_directory", {"eval", "--run", bad_best, "--lengths", "8", "--json", json}, 2,
+       bad_best + "/best.pt: is a directory, expected a checkpoint file"},
+      {"last_is_a_directory", {"sample", "--run", bad_last, "--checkpoint", "last", "--tokens", "2"},
+       2, bad_last + "/checkpoint.pt: is a directory, expected a checkpoint file"},
+      {"resume_last_directory", {"train", "--resume", bad_last}, 2,
+       bad_last + "/checkpoint.pt is a directory, not a checkpoint file; its best.pt is intact"},
+      {"resume_last_missing", {"train", "--resume", no_last}, 2,
+       "no checkpoint.pt there to resume from; its best.pt is intact: evaluate it"},
+      {"force_over_directory", {"train", "--config", config, "--run-dir", bad_last, "--force"}, 2,
+       bad_last + "/checkpoint.pt is a directory, expected the run's checkpoint.pt file"},
+  };
+  // clang-format on
+  const auto errors = expect_refusals(rows, {run, bad_best, bad_last, no_last}, fresh, json);
+  for (const auto* name : {"resume_last_directory", "resume_last_missing"}) {
+    EXPECT_EQ(errors.at(name).find("--force"), std::string::npos)
+        << name << ": " << errors.at(name);
+  }
+  testing::cleanup_scratch();
+}
+
+// Issue 27: a refusal after the corpus was read (a segment longer than a stream, a model or
+// an evaluation too big for memory) leaves the token cache as it was.
+TEST(InputChecks, ARefusalLeavesTheTokenCacheAsItWas) {
+  const std::string dir = testing::scratch_dir("input_checks_cache");
+  const std::string corpus =
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string run = dir + "/run";
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  const std::string config = run + ".config.json";
+  // Another corpus, never tokenized, so that every load below would add entries.
+  const std::string other =
+      testing::write_corpus(dir + "/other", testing::tiny_english(301),
+                            testing::tiny_english(41, 1), testing::tiny_english(41, 2));
+  const std::string cache = dir + "/cache";
+  const std::vector<std::string> env = {"TXL_CACHE_DIR=" + cache};
+  const auto refused = [&](const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra_env, const std::string& word) {
+    std::vector<std::string> all = env;
+    all.insert(all.end(), extra_env.begin(), extra_env.end());
+    const auto r = run_txl(args, all);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(word), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(cache)) << "the cache changed on: " << r.err;
+  };
+  refused({"train", "--config", config, "--run-dir", dir + "/fresh", "--set", "data.dir=" + other,
+           "--set", "train.tgt_len=100000"},
+          {}, "train.tgt_len can be at most");
+  refused({"train", "--config", config, "--run-dir", dir + "/fresh", "--set", "data.dir=" + other},
+          {"TXL_MEMORY_LIMIT_MB=0.001"}, "GB of memory is available");
+  refused({"eval", "--run", run, "--lengths", "16"}, {"TXL_MEMORY_LIMIT_MB=0.001"}, "needs about");
+  refused({"compare", run, run, "--lengths", "16"}, {"TXL_MEMORY_LIMIT_MB=0.001"},
+          "of attention scores");
+  // Accepted, the same commands fill it.
+  const auto ok = run_txl({"eval", "--run", run, "--lengths", "16"}, env);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(cache + "/tokens")) << ok.err;
+  testing::cleanup_scratch();
+}
+
+// Issue 27: a corpus split that is a FIFO hung txl train with no output, even with a writer.
+// Now it is refused at once naming it (the test fails after 60 s instead of hanging).
+TEST(InputChecks, AFifoCorpusSplitIsRefusedAtOnce) {
+  const std::string dir = testing::scratch_dir("input_checks_fifo");
+  const std::string corpus =
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string run = dir + "/run";
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  for (const char* split : {"train.txt", "valid.txt"}) {
+    const std::string path = corpus + "/" + split;
+    const std::string saved = path + ".saved";
+    fs::rename(path, saved);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+    const std::string out = dir + "/out.txt";
+    const pid_t pid = testing::spawn_txl(
+        {"train", "--config", run + ".config.json", "--run-dir", dir + "/fresh"}, out);
+    EXPECT_EQ(testing::wait_txl(pid, 60.0), 2);
+    const std::string err = read_text(out);
+    EXPECT_NE(err.find(path + ": is a FIFO (named pipe), expected a text file"), std::string::npos)
+        << err;
+    EXPECT_FALSE(fs::exists(dir + "/fresh"));
+    fs::remove(path);
+    fs::rename(saved, path);
   }
   testing::cleanup_scratch();
 }

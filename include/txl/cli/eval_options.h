@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "txl/cli/options.h"
+#include "txl/cli/output_path.h"
 #include "txl/eval/request.h"
 
 namespace txl {
 
 struct EvalCliOptions {
-  std::string split;    // empty: the run's eval.split
-  std::string lengths;  // empty: the run's eval.lengths
+  std::string split;                   // empty: the run's eval.split
+  std::optional<std::string> lengths;  // unset: the run's eval.lengths ("" is refused)
   std::string method = "nonoverlap";
   std::string checkpoint = "best";
   std::string precision = "fp32";
@@ -23,12 +24,14 @@ struct EvalCliOptions {
   std::string json_path;
   // Unset: the default (L/2, the evaluated length, the run's model.clamp_len). Optional so
   // that no number given on the command line can stand for "the default" by accident.
+  // A flag that applies to one method only (--stride: sliding; --mem-len, --streams: memory)
+  // or with an aid only (--aid-factor) is refused with another, not silently ignored.
   std::optional<int64_t> stride;
   std::optional<int64_t> mem_len;
   std::optional<int64_t> clamp_len;
-  std::string aid = "none";  // extrapolation aid (config/encodings.h)
-  double aid_factor = 0.0;   // 0 = derived from the length and the training length
-  int64_t streams = 16;
+  std::string aid = "none";          // extrapolation aid (config/encodings.h)
+  std::optional<double> aid_factor;  // unset or 0: derived from the length and training length
+  std::optional<int64_t> streams;    // unset: 16
   int64_t max_tokens = 0;
   int64_t threads = 0;
   bool per_position = false;
@@ -48,7 +51,8 @@ struct EvalOptionHelp {
 void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& help);
 
 // The options as an evaluation plan, after checking every one that needs no run: InputError
-// naming the option otherwise, before any work, so bad input writes nothing.
-EvalPlan check_eval_options(const EvalCliOptions& o);
+// naming the option otherwise, before any work, so bad input writes nothing. `runs_have_aids`:
+// compare's DIR@aid arguments take --aid-factor too, so it may come without --aid there.
+EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids = false);
 
 }  // namespace txl

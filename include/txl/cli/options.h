@@ -1,6 +1,7 @@
 // Parsing helpers shared by the subcommands.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,9 +12,10 @@ namespace txl {
 // the option and the bad item.
 std::vector<int64_t> parse_lengths(const std::string& text, const std::string& option);
 
-// An output path must name a file in an existing directory (empty: no output); an
-// InputError naming the option otherwise.
-void check_output_path(const std::string& path, const std::string& option);
+// A value given as '' (--lengths '', --split '', --run-dir '') would read as the option left
+// out, i.e. its default: refused (InputError naming the option), for every option of `cmd`
+// that takes a value except those in `may_be_empty` (e.g. sample's --prompt).
+void refuse_empty_values(const CLI::App& cmd, const std::vector<std::string>& may_be_empty = {});
 
 // A --threads value: 0 (all cores) up to kMaxThreads, the range train.threads takes; a
 // negative count means nothing, so it is an InputError naming the option, not a default.

@@ -138,6 +138,13 @@ nlohmann::json config_to_json(const Config& config);
 // string otherwise. The key path must name an existing config key.
 void apply_override(nlohmann::json& j, const std::string& assignment);
 
+// `base` (read from `source`, a file name for messages) with the --set `overrides` applied,
+// parsed and validated. An error about a key an override set is reported as that
+// override's ("--set model.rope_base=-1 (over cfg.json): model.rope_base (-1) must be ..."),
+// not the file's, which does not hold that value; any other error names `source`.
+Config config_with_overrides(nlohmann::json base, const std::vector<std::string>& overrides,
+                             const std::string& source);
+
 // Checks cross-field rules and ranges; throws InputError naming the key path and value.
 // Also called by config_from_json. Does not touch the file system.
 void validate(const Config& config);

@@ -77,12 +77,17 @@ struct EncodingTraits {
   double (*model_parameters)(const ModelConfig& c);
   // Cost per token for batch B, query length Q, K keys (per layer: the caller sums layers).
   PositionCost (*cost)(const ModelConfig& c, double batch, double query_len, double key_len);
+  // What its options must satisfy together, or with the training shape, beyond each one's
+  // range: "" when they do, else the message naming the keys (nullptr: no such rule).
+  std::string (*check)(const ModelConfig& c, const TrainConfig& t);
 };
 
 // Every encoding, in the order `txl encodings`, bench and the tests list them.
 const std::vector<EncodingTraits>& encoding_registry();
 const EncodingTraits& encoding_traits(PosEncoding encoding);
 std::vector<std::string> encoding_names();
+// The names of the encodings whose traits set `flag`, e.g. &EncodingTraits::uses_clamp_len.
+std::vector<std::string> encoding_names_where(bool EncodingTraits::*flag);
 
 // The encoding whose option `key` is, or nullptr when no encoding has that option.
 const EncodingTraits* encoding_with_option(const std::string& key);

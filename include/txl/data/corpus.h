@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "txl/config/config.h"
+#include "txl/data/token_cache.h"
 #include "txl/data/tokenizer.h"  // EncodeStats
 #include "txl/data/vocab.h"
 
@@ -29,14 +30,16 @@ struct Corpus {
   std::vector<int32_t> test;
 };
 
-Corpus load_corpus(const DataConfig& config);
-
 // Both go through the token cache (data/token_cache.h): a split already tokenized with the
 // same vocabulary, and a vocabulary already built from the same training split with the same
-// settings, are read back instead of made again.
+// settings, are read back instead of made again. What they add to the cache goes into
+// `writes` when given, for the caller to commit once its checks have passed (a refusal then
+// writes nothing), else to the cache at once.
+Corpus load_corpus(const DataConfig& config, TokenCacheWrites* writes = nullptr);
 
 // One split encoded with an existing vocabulary (eval reuses the run's vocabulary).
 std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
-                                const Vocab& vocab, EncodeStats* stats = nullptr);
+                                const Vocab& vocab, EncodeStats* stats = nullptr,
+                                TokenCacheWrites* writes = nullptr);
 
 }  // namespace txl

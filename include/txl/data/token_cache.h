@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,5 +50,21 @@ std::optional<Vocab> read_cached_vocab(const std::string& cache_dir, uint64_t tr
                                        const DataConfig& config, std::string* problem = nullptr);
 std::string write_cached_vocab(const std::string& cache_dir, uint64_t train_xxh64,
                                const DataConfig& config, const Vocab& vocab);
+
+// Cache entries a command made while loading, held in memory (as the bytes to write) until
+// it commits them: a command that refuses its input after loading (a segment longer than a
+// training stream, a model or an evaluation too big for memory) then leaves the cache as it
+// was. Dropped without commit(), nothing is written.
+class TokenCacheWrites {
+ public:
+  void add_ids(const std::string& cache_dir, const SplitKey& key, const TokenizedSplit& split);
+  void add_vocab(const std::string& cache_dir, uint64_t train_xxh64, const DataConfig& config,
+                 const Vocab& vocab);
+  // Writes every entry held; one that cannot be written costs a warning on stderr.
+  void commit();
+
+ private:
+  std::vector<std::function<std::string()>> writes_;  // each returns "" or why it failed
+};
 
 }  // namespace txl

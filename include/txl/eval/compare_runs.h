@@ -16,8 +16,10 @@
 namespace txl {
 
 // One run argument: DIR, DIR@aid or DIR@aid:factor (that run evaluated with that aid, so
-// one run can stand in several columns). A folder whose name holds '@' stays a folder when
-// it exists or when the text after '@' is no aid.
+// one run can stand in several columns). A path that exists is a run directory as it stands
+// (a folder's name may hold '@'); otherwise the text after the '@' of its last component
+// must be an aid: an unknown one (runs/rope@bogus, runs/rope@, runs/rope@pi@ntk) is an
+// InputError naming it.
 struct RunSpec {
   std::string dir;
   std::string suffix;  // "@aid..." as given, appended to the column's name ("" without one)

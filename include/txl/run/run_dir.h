@@ -22,10 +22,19 @@ struct RunPaths {
   std::string last_checkpoint() const { return dir + "/checkpoint.pt"; }
   std::string best_checkpoint() const { return dir + "/best.pt"; }
   std::string metrics() const { return dir + "/metrics.jsonl"; }
+  std::string eval_cache() const { return dir + "/eval-cache"; }  // eval/cache.h
 };
 
 // The files a run writes (names inside the run directory), the ones --force replaces.
 const std::vector<std::string>& run_file_names();
+
+// Whether `dir` holds any of run_file_names() (of any kind): a run directory, finished or not.
+bool holds_run_files(const std::string& dir);
+
+// Every run file of `dir` that exists is a regular file (after following links): a
+// directory, FIFO, socket or device in its place throws InputError naming it, before anything
+// reads or writes it (reading a FIFO would block forever).
+void check_run_files(const std::string& dir);
 
 // runs/<config file stem>-<YYYYmmdd-HHMMSS>
 std::string default_run_dir(const std::string& config_path);

@@ -66,8 +66,10 @@ struct TrainSummary {
 // that needs the data but no run directory: the training streams hold a whole segment
 // (check_training_streams) and the estimated memory fits the machine
 // (estimate_training_memory). InputError otherwise; call it before making the run directory,
-// so that bad input leaves nothing behind.
-Corpus load_training_data(const Config& config);
+// so that bad input leaves nothing behind. What it adds to the token cache goes into `writes`
+// when given (the caller commits it once its own checks passed), else is written when every
+// check here has passed: a refusal leaves the cache as it was too.
+Corpus load_training_data(const Config& config, TokenCacheWrites* writes = nullptr);
 
 // Runs training for a validated config on `corpus` (from load_training_data); the run
 // directory must already be prepared. On resume, a checkpoint whose config (other than

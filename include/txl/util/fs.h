@@ -1,13 +1,54 @@
 // File-system helpers shared by every layer.
+//
+// txl reads and writes regular files only. A path that names a directory, a FIFO, a socket or
+// a device where txl expects a file is refused, naming it and what it is: reading a FIFO
+// would block until some other process writes to it (forever, with no output), and renaming
+// a file over a device node or a socket would replace it. A symbolic link stands for its
+// target: txl reads through it, and writes through it (the target is replaced, the link kept).
 #pragma once
 
 #include <string>
 
 namespace txl {
 
+// What a path names, after following symbolic links.
+enum class FileKind {
+  kMissing,  // nothing there (or a dangling link)
+  kRegular,
+  kDirectory,
+  kFifo,
+  kSocket,
+  kCharDevice,
+  kBlockDevice,
+  kOther,  // cannot be told (e.g. a loop of links, or no permission to look)
+};
+
+FileKind file_kind(const std::string& path);
+
+// "a directory", "a FIFO (named pipe)", "a socket", ... for messages; "missing" for kMissing.
+std::string describe(FileKind kind);
+
+// The file a path stands for: `path` itself, or the end of its chain of symbolic links
+// (which need not exist yet). Only the last component is followed; a relative link is read
+// from the link's folder. InputError naming `path` for a loop of links.
+std::string link_target(const std::string& path);
+
+// Reads a whole file that must be a regular file (after following links): missing, a
+// directory, a FIFO, a device or unreadable throws InputError "PATH: ..." naming it and
+// `expected` (e.g. "a text file", "a JSON file"). A FIFO that appears between the check and
+// the open cannot block: the file is opened without waiting and checked again.
+std::string read_regular_file(const std::string& path, const std::string& expected);
+
+// InputError "PATH: is a FIFO (named pipe), expected <expected>" when something other than a
+// regular file is at `path` (after following links); nothing there is fine.
+void check_not_special(const std::string& path, const std::string& expected);
+
 // Writes `content` to `path` atomically: a temporary file in the same directory is written,
 // flushed and fsync'ed, then renamed over `path`. A crash at any moment leaves either the
-// old file or the new one, never a mix. Throws std::runtime_error naming the path on failure.
+// old file or the new one, never a mix. A symbolic link is written through: its target is
+// replaced, the link kept. Anything at the target but a regular file (a directory, a FIFO, a
+// socket, a device) is refused with InputError before anything is written; other failures
+// throw std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 bool is_directory(const std::string& path);
