@@ -7,6 +7,7 @@
 
 #include "txl/cli/commands.h"
 #include "txl/platform/runtime.h"
+#include "txl/platform/torch_error.h"
 #include "txl/util/error.h"
 
 int main(int argc, char** argv) {
@@ -31,11 +32,8 @@ int main(int argc, char** argv) {
   } catch (const txl::InputError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return txl::kExitInputError;
-  } catch (const c10::Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what_without_backtrace());
-    return txl::kExitRuntimeFailure;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", txl::error_text(e));  // LibTorch's backtrace left out
     return txl::kExitRuntimeFailure;
   }
   return exit_code;

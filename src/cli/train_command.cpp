@@ -1,9 +1,11 @@
-// txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N] [--device D]
+// txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N [--oversubscribe]]
+//           [--device D]
 // txl train --resume D [--set key=value ...] [--config F] [--nproc N] [--device D]
 //
-// Data-parallel: --nproc N launches N ranks of this command on this machine (train/launch.h);
-// a process started with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set (as torchrun sets
-// them, or --nproc does) is one rank (train/distributed.h).
+// Data-parallel: --nproc N launches N ranks of this command on this machine (train/launch.h)
+// after every check a launch can make (check_launch); a process started with RANK /
+// WORLD_SIZE / MASTER_ADDR / MASTER_PORT set (as torchrun sets them, or --nproc does) is one
+// rank (train/distributed.h), and --nproc there is refused.
 //
 // Signals: the first SIGINT/SIGTERM lets the current step finish, writes checkpoint.pt, prints
 // how to resume and exits 128 + signal (130 / 143). A second one exits at once; checkpoints
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
@@ -22,6 +25,7 @@
 #include "txl/run/run_dir.h"
 #include "txl/train/distributed.h"
 #include "txl/train/launch.h"
+#include "txl/train/resume.h"
 #include "txl/train/run_training.h"
 #include "txl/util/error.h"
 
@@ -46,7 +50,7 @@ std::vector<std::string> rank_arguments(const TrainRequest& request) {
       ++i;
       continue;
     }
-    if (argv[i].rfind("--nproc=", 0) == 0) continue;
+    if (argv[i].rfind("--nproc=", 0) == 0 || argv[i] == "--oversubscribe") continue;
     args.push_back(argv[i]);
   }
   if (request.resume_dir.empty() && request.run_dir.empty()) {
@@ -56,13 +60,40 @@ std::vector<std::string> rank_arguments(const TrainRequest& request) {
   return args;
 }
 
-int run_train(TrainRequest request, int nproc) {
-  if (nproc < 0 || nproc > 1024) {
-    throw InputError("--nproc " + std::to_string(nproc) + " is not valid; expected 1 to 1024");
+// --nproc, refused where it means nothing: out of range, or in a process that is already
+// one rank of a distributed run (it would train as that rank and wait for ranks that never
+// come).
+void check_nproc(int nproc) {
+  if (nproc < 1 || nproc > 1024) {
+    throw InputError("--nproc " + std::to_string(nproc) +
+                     " is not valid; expected 1 to 1024 processes");
   }
-  if (nproc > 1 && std::getenv("RANK") == nullptr) {
+  for (const char* name : {"RANK", "WORLD_SIZE"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    throw InputError("--nproc " + std::to_string(nproc) + " starts its own processes, but " + name +
+                     "=" + value +
+                     " in the environment makes this one a rank of a distributed run started "
+                     "elsewhere (torchrun, or another txl's --nproc); unset RANK and WORLD_SIZE, "
+                     "or drop --nproc");
+  }
+}
+
+struct LaunchOptions {
+  std::optional<int> nproc;  // unset: no --nproc
+  bool oversubscribe = false;
+};
+
+int run_train(TrainRequest request, const LaunchOptions& launch) {
+  if (launch.nproc) check_nproc(*launch.nproc);
+  if (launch.nproc.value_or(1) > 1) {
+    const int nproc = *launch.nproc;
+    const std::vector<std::string> args = rank_arguments(request);
+    if (request.resume_dir.empty() && request.run_dir.empty())
+      request.run_dir = args.back();  // the default run directory every rank is given
+    check_launch(request, nproc, launch.oversubscribe);
     SignalScope signals;
-    return launch_local_ranks(nproc, rank_arguments(request), stop_signal());
+    return launch_local_ranks(nproc, args, stop_signal());
   }
   const DistributedEnv env = distributed_env_from_environment();
   std::unique_ptr<Distributed> dist;
@@ -91,10 +122,8 @@ int run_train(TrainRequest request, int nproc) {
 
   if (summary.interrupted) {
     const int sig = summary.stop_signal;
-    fmt::print(stderr,
-               "interrupted at step {} by signal {}; checkpoint saved. Resume with: txl train "
-               "--resume {}\n",
-               summary.steps, sig, options.run_dir);
+    fmt::print(stderr, "interrupted at step {} by signal {}; checkpoint saved. Resume with: {}\n",
+               summary.steps, sig, resume_command(options.run_dir, env.world_size));
     return 128 + sig;
   }
   fmt::print(stderr,
@@ -112,7 +141,7 @@ int run_train(TrainRequest request, int nproc) {
 
 void setup_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainRequest>();
-  auto nproc = std::make_shared<int>(0);
+  auto launch = std::make_shared<LaunchOptions>();
   auto device = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
@@ -122,21 +151,24 @@ void setup_train(CLI::App& app, int& exit_code) {
   auto* force = cmd->add_flag("--force", o->force, "Overwrite an existing run directory");
   auto* resume = cmd->add_option("--resume", o->resume_dir,
                                  "Continue the run in this directory from its last checkpoint");
-  cmd->add_option("--nproc", *nproc,
-                  "Data-parallel: train with N processes on this machine (train.batch_size "
-                  "streams split between them)");
+  auto* nproc = cmd->add_option("--nproc", launch->nproc,
+                                "Data-parallel: train with N processes on this machine "
+                                "(train.batch_size streams split between them)");
+  cmd->add_flag("--oversubscribe", launch->oversubscribe,
+                "With --nproc: start more than 2 processes per core anyway")
+      ->needs(nproc);
   cmd->add_option("--device", *device,
                   "cpu, cuda, cuda:N or auto (cuda:0 if there is one); the same as --set "
                   "train.device=D");
   resume->excludes(run_dir);
   resume->excludes(force);
-  cmd->callback([o, nproc, device, cmd, &exit_code] {
+  cmd->callback([o, launch, device, cmd, &exit_code] {
     refuse_empty_values(*cmd);
     if (!device->empty()) {
       resolve_device(*device, "--device");  // named as the user typed it
       o->overrides.push_back("train.device=" + *device);
     }
-    exit_code = run_train(*o, *nproc);
+    exit_code = run_train(*o, *launch);
   });
 }
 

@@ -115,9 +115,39 @@ BlasInfo inspect_blas() {
 
 int logical_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-int set_threads(int64_t requested) {
-  const int n = requested > 0 ? static_cast<int>(requested) : logical_cores();
-  at::set_num_threads(n);
+ThreadShare share_cores(int64_t requested, int64_t processes) {
+  const int64_t cores = logical_cores();
+  processes = std::max<int64_t>(1, processes);
+  const int64_t equal_share = std::max<int64_t>(1, cores / processes);
+  ThreadShare share;
+  share.threads = requested > 0 ? requested : equal_share;
+  if (processes * share.threads <= kMaxThreadsPerCore * cores) return share;
+  const std::string who = processes > 1
+                              ? fmt::format("{} threads x {} processes", share.threads, processes)
+                              : fmt::format("{} threads", share.threads);
+  if (share.threads > equal_share) {
+    share.warning = fmt::format(
+        "{} on {} cores: using {} thread(s) each instead (busy threads beyond {} per core only "
+        "slow each other down)",
+        who, cores, equal_share, kMaxThreadsPerCore);
+    share.threads = equal_share;
+  } else {
+    share.warning = fmt::format(
+        "{} processes on {} cores, more than {} per core: each runs slowly, and stopping waits "
+        "for their current steps",
+        processes, cores, kMaxThreadsPerCore);
+  }
+  return share;
+}
+
+int set_threads(int64_t requested, int64_t processes) {
+  const ThreadShare share = share_cores(requested, processes);
+  static std::string warned;
+  if (!share.warning.empty() && share.warning != warned) {
+    fmt::print(stderr, "warning: {}\n", share.warning);
+    warned = share.warning;
+  }
+  at::set_num_threads(static_cast<int>(share.threads));
   return at::get_num_threads();
 }
 

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "txl/run/checkpoint.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 
@@ -39,6 +40,17 @@ void remove_files(const std::string& dir, bool run_files) {
       for (const auto& file : run_file_names()) ours = ours || name == file;
     }
     if (ours && !entry.is_directory()) fs::remove(entry.path(), ec);
+  }
+}
+
+// " --nproc N" when the run's checkpoint was trained by N > 1 processes: its resume needs
+// as many.
+std::string resume_processes(const std::string& dir) {
+  try {
+    const int64_t world = read_checkpoint_state(RunPaths{dir}.last_checkpoint()).world_size;
+    return world > 1 ? " --nproc " + std::to_string(world) : "";
+  } catch (const InputError&) {
+    return "";  // a damaged checkpoint: its resume says what is wrong with it
   }
 }
 
@@ -75,7 +87,36 @@ std::string default_run_dir(const std::string& config_path) {
   return "runs/" + fs::path(config_path).stem().string() + "-" + stamp;
 }
 
+void check_folder_can_be_made(const std::string& dir, const std::string& option) {
+  // From the folder itself up to the nearest part of the path that exists.
+  for (fs::path at = dir; true; at = at.parent_path()) {
+    const fs::path shown = at.empty() ? fs::path(".") : at;
+    std::error_code ec;
+    const fs::file_status status = fs::status(shown, ec);  // follows symbolic links
+    if (status.type() == fs::file_type::not_found) {
+      if (at.empty() || at == at.parent_path()) return;  // nothing of it exists: not ours to judge
+      continue;
+    }
+    if (ec) {
+      throw InputError(option + " " + dir + ": cannot read " + shown.string() + " (" +
+                       ec.message() + ")");
+    }
+    if (status.type() != fs::file_type::directory) {
+      throw InputError(option + " " + dir + ": " + shown.string() +
+                       (shown == fs::path(dir) ? " exists and is not a folder"
+                                               : " is not a folder, so nothing can be made in it") +
+                       "; give a folder path");
+    }
+    if (shown != fs::path(dir) && ::access(shown.c_str(), W_OK | X_OK) != 0) {
+      throw InputError(option + " " + dir + ": cannot make a folder in " + shown.string() + " (" +
+                       std::strerror(errno) + ")");
+    }
+    return;
+  }
+}
+
 void check_run_dir(const std::string& dir, bool force) {
+  check_folder_can_be_made(dir, "--run-dir");
   std::error_code ec;
   const FileKind kind = file_kind(dir);
   if (kind == FileKind::kMissing) return;
@@ -88,7 +129,7 @@ void check_run_dir(const std::string& dir, bool force) {
     const bool resumable = is_regular_file(RunPaths{dir}.last_checkpoint());
     throw InputError("--run-dir " + dir +
                      (resumable
-                          ? " already holds a run; use --resume " + dir +
+                          ? " already holds a run; use --resume " + dir + resume_processes(dir) +
                                 " to continue it, --force to overwrite it, or another --run-dir"
                           : " is not empty (it holds no checkpoint to resume); use --force to "
                             "overwrite it, or another --run-dir"));

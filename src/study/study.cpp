@@ -9,7 +9,10 @@
 #include <thread>
 
 #include "txl/platform/cpu.h"
+#include "txl/platform/runtime.h"
+#include "txl/run/run_dir.h"
 #include "txl/study/study_cell.h"
+#include "txl/study/study_checks.h"
 #include "txl/study/study_config.h"
 #include "txl/study/study_report.h"
 #include "txl/study/study_runner.h"
@@ -26,15 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=:@,+") == std::string::npos)
-    return s;
-  std::string out = "'";
-  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // True for an empty folder and for one that holds only the temporaries of a manifest being
 // written (several --cell tasks of a scheduler can start on a new study at once).
 bool only_manifest_temporaries(const std::string& dir) {
@@ -50,12 +44,18 @@ void check_and_record_manifest(const StudySpec& spec, const StudyPaths& paths, b
   const json now = study_manifest(spec);
   if (is_regular_file(paths.manifest())) {
     const json saved = read_json_file(paths.manifest());
-    const auto diffs = study_differences(saved, now);
+    const auto has_results = [&paths](const std::string& cell) {
+      const RunPaths run{paths.run_dir(cell)};
+      return is_regular_file(paths.cell_file(cell)) || is_regular_file(run.last_checkpoint()) ||
+             is_regular_file(run.best_checkpoint());
+    };
+    const auto diffs = study_differences(saved, now, has_results);
     if (!diffs.empty()) {
       throw InputError(spec.source + " does not match the study in " + paths.dir + " (" +
                        paths.manifest() + " vs now: " + join(diffs, "; ") +
-                       "); only values added to the grid can join an existing study. Use "
-                       "another --out for a different study");
+                       "); only values added to the grid, or removed where their cells never "
+                       "trained, can join an existing study. Use another --out for a different "
+                       "study");
     }
     if (saved == now || !write) return;
   } else if (is_directory(paths.dir) && !only_manifest_temporaries(paths.dir)) {
@@ -105,27 +105,32 @@ int write_report(const StudySpec& spec, const StudyPaths& paths, const StudyOpti
   return 0;
 }
 
-}  // namespace
-
-std::string default_study_dir(const std::string& config_path) {
-  return "runs/study-" + fs::path(config_path).stem().string();
+// --threads shared among the --jobs: 0 = an equal share of the cores; a request far above
+// the cores is capped at that share, with a warning (platform/runtime.h).
+StudyOptions share_threads(const StudyOptions& o) {
+  StudyOptions shared = o;
+  if (o.threads == 0 && o.jobs == 1) return shared;  // one cell at a time on every core
+  const ThreadShare share = share_cores(o.threads, o.jobs);
+  if (!share.warning.empty())
+    fmt::print(stderr, "warning: --jobs {} --threads {}: {}\n", o.jobs, o.threads, share.warning);
+  shared.threads = share.threads;
+  return shared;
 }
 
-int run_study(const StudyOptions& o) {
-  const auto start = Clock::now();
-  // 1. Every check before anything is written.
-  if (o.config_path.empty()) throw InputError("txl study needs --config FILE (a study config)");
-  if (o.jobs < 1) throw InputError("--jobs " + std::to_string(o.jobs) + " must be >= 1");
-  const StudySpec spec = read_study(o.config_path, o.threads);
-  const StudyPaths paths{o.out_dir.empty() ? default_study_dir(o.config_path) : o.out_dir};
-  if (!o.baseline.empty() &&
-      std::none_of(spec.cells.begin(), spec.cells.end(),
-                   [&](const StudyCell& c) { return c.encoding == o.baseline; })) {
-    std::vector<std::string> encodings;
-    for (const auto& v : spec.grid.front().values) encodings.push_back(v.dump());
-    throw InputError("--baseline " + o.baseline + " is not an encoding of the study's grid (" +
-                     join(encodings) + ")");
-  }
+void check_baseline(const StudySpec& spec, const StudyOptions& o) {
+  if (o.baseline.empty() ||
+      std::any_of(spec.cells.begin(), spec.cells.end(),
+                  [&](const StudyCell& c) { return c.encoding == o.baseline; }))
+    return;
+  std::vector<std::string> encodings;
+  for (const auto& v : spec.grid.front().values) encodings.push_back(v.dump());
+  throw InputError("--baseline " + o.baseline + " is not an encoding of the study's grid (" +
+                   join(encodings) + ")");
+}
+
+// The cells --cell names (each once: a repeated one is refused, as a repeated grid value
+// is), or every cell.
+std::vector<const StudyCell*> selected_cells(const StudySpec& spec, const StudyOptions& o) {
   std::vector<const StudyCell*> cells;
   for (const auto& name : o.cells) {
     const StudyCell* cell = find_cell(spec, name);
@@ -135,26 +140,54 @@ int run_study(const StudyOptions& o) {
       throw InputError("--cell " + name + " is not a cell of " + o.config_path +
                        "; cells: " + join(names));
     }
+    if (std::find(cells.begin(), cells.end(), cell) != cells.end())
+      throw InputError("--cell " + name + " is given twice; name each cell once");
     cells.push_back(cell);
   }
   if (o.cells.empty())
     for (const auto& c : spec.cells) cells.push_back(&c);
+  return cells;
+}
 
-  if (o.list) {
-    // Recorded, so that the cells a scheduler starts at once all find the same study.
-    check_and_record_manifest(spec, paths, /*write=*/true);
-    const std::string cwd = fs::current_path().string();
-    for (const auto& cell : spec.cells) {
-      fmt::print("cd {} && {} study --config {} --out {} --cell {}  # {}\n", shell_quote(cwd),
-                 shell_quote(o.executable), shell_quote(o.config_path), shell_quote(paths.dir),
-                 cell.name, to_string(cell_state(spec, cell, paths)));
-    }
-    fmt::print("# then: {} study --config {} --out {} --report\n", shell_quote(o.executable),
-               shell_quote(o.config_path), shell_quote(paths.dir));
-    return 0;
+// --list: the study recorded (so that the cells a scheduler starts at once all find the
+// same one) and one command per cell printed.
+int list_cells(const StudySpec& spec, const StudyPaths& paths, const StudyOptions& o) {
+  check_and_record_manifest(spec, paths, /*write=*/true);
+  const std::string cwd = fs::current_path().string();
+  for (const auto& cell : spec.cells) {
+    fmt::print("cd {} && {} study --config {} --out {} --cell {}  # {}\n", shell_quote(cwd),
+               shell_quote(o.executable), shell_quote(o.config_path), shell_quote(paths.dir),
+               cell.name, to_string(cell_state(spec, cell, paths)));
   }
-  check_and_record_manifest(spec, paths, /*write=*/!o.report_only);
+  fmt::print("# then: {} study --config {} --out {} --report\n", shell_quote(o.executable),
+             shell_quote(o.config_path), shell_quote(paths.dir));
+  return 0;
+}
+
+}  // namespace
+
+std::string default_study_dir(const std::string& config_path) {
+  return "runs/study-" + fs::path(config_path).stem().string();
+}
+
+int run_study(const StudyOptions& options) {
+  const auto start = Clock::now();
+  // 1. Every check before anything is written.
+  if (options.config_path.empty())
+    throw InputError("txl study needs --config FILE (a study config)");
+  if (options.jobs < 1)
+    throw InputError("--jobs " + std::to_string(options.jobs) + " must be >= 1");
+  const StudyOptions o = share_threads(options);
+  const StudySpec spec = read_study(o.config_path, o.threads);
+  const StudyPaths paths{o.out_dir.empty() ? default_study_dir(o.config_path) : o.out_dir};
+  check_folder_can_be_made(paths.dir, "--out");
+  check_baseline(spec, o);
+  const std::vector<const StudyCell*> cells = selected_cells(spec, o);
+  if (o.list) return list_cells(spec, paths, o);
+  check_and_record_manifest(spec, paths, /*write=*/false);
   if (o.report_only) return write_report(spec, paths, o, 0.0);
+  check_cells_can_train(spec, paths, cells, o.jobs);
+  check_and_record_manifest(spec, paths, /*write=*/true);
 
   // 2. The cells.
   fmt::print(stderr, "[study] {}: {} cells ({} groups x seeds), {} protocols, lengths {} -> {}\n",

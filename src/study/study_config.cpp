@@ -70,6 +70,22 @@ std::string name_part(const json& v) {
   return s;
 }
 
+// A setting of one method given while the methods do not include it would be ignored in
+// silence: refused, as every key a study config cannot use is.
+void check_method_keys(const json& j, const std::string& where, const StudyEval& e) {
+  const std::pair<const char*, const char*> keys[] = {{"stride", "sliding"},
+                                                      {"mem_lens", "memory"}};
+  for (const auto& [key, method] : keys) {
+    if (!j.contains(key) ||
+        std::find(e.methods.begin(), e.methods.end(), method) != e.methods.end())
+      continue;
+    throw InputError(fmt::format(
+        "{}.{} is a setting of the {} method, which the methods ({}) do not list; add \"{}\" "
+        "to the methods or remove {}",
+        where, key, method, join(e.methods), method, key));
+  }
+}
+
 void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
   check_keys(j, kEvalKeys, where);
   if (j.contains("split")) {
@@ -130,6 +146,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
     e.checkpoint = read_string(j["checkpoint"], where + ".checkpoint");
     parse_checkpoint_choice(e.checkpoint, where + ".checkpoint");
   }
+  check_method_keys(j, where, e);
 }
 
 StudyEval parse_eval(const json& j, const std::string& where, const Config& base) {
@@ -266,6 +283,14 @@ void drop_memory_if_memoryless(const StudySpec& spec, json& cj, StudyCell& cell)
   }
 }
 
+// A value's part of a cell name: "seed2" for the seed, the encoding bare, "<field><value>"
+// for any other key ("tgt_len128").
+std::string name_part_of(const GridAxis& axis, const json& v) {
+  if (axis.key == kSeedKey) return "seed" + name_part(v);
+  if (axis.key == kEncodingKey) return name_part(v);
+  return field_of(axis.key) + name_part(v);
+}
+
 // The cell at one combination of grid values (index[a] into axis a), named and validated.
 StudyCell make_cell(const StudySpec& spec, const std::vector<size_t>& index,
                     const std::string& source) {
@@ -282,17 +307,16 @@ StudyCell make_cell(const StudySpec& spec, const std::vector<size_t>& index,
       throw InputError(source + ": grid[\"" + axis.key + "\"]: " + e.what());
     }
     cell.overrides.push_back(assignment);
+    const std::string part = name_part_of(axis, v);
+    parts.push_back(part);
     if (axis.key == kSeedKey) {
       cell.seed = v.get<int64_t>();
-      parts.push_back("seed" + name_part(v));
-    } else if (axis.key == kEncodingKey) {
+      continue;
+    }
+    group_parts.push_back(part);
+    if (axis.key == kEncodingKey) {
       cell.encoding = assignment_value(v);
-      parts.push_back(name_part(v));
-      group_parts.push_back(name_part(v));
     } else {
-      const std::string part = field_of(axis.key) + name_part(v);
-      parts.push_back(part);
-      group_parts.push_back(part);
       variant_parts.push_back(part);
     }
   }
@@ -366,6 +390,23 @@ std::string baseline_group(const StudySpec& spec, const std::string& group,
     if (cell.group == group) return cell.variant.empty() ? baseline : baseline + "-" + cell.variant;
   }
   return baseline;
+}
+
+std::vector<std::string> cell_names_with(const std::vector<GridAxis>& grid, size_t axis,
+                                         const json& value) {
+  std::vector<std::string> names;
+  if (grid.empty() ||
+      std::any_of(grid.begin(), grid.end(), [](const GridAxis& a) { return a.values.empty(); }))
+    return names;
+  std::vector<size_t> index(grid.size(), 0);
+  do {
+    if (grid[axis].values[index[axis]] != value) continue;
+    std::vector<std::string> parts;
+    for (size_t a = 0; a < grid.size(); ++a)
+      parts.push_back(name_part_of(grid[a], grid[a].values[index[a]]));
+    names.push_back(join(parts, "-"));
+  } while (next_combination(index, grid));
+  return names;
 }
 
 const StudyCell* find_cell(const StudySpec& spec, const std::string& name) {

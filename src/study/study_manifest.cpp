@@ -28,7 +28,37 @@ json study_manifest(const StudySpec& spec) {
           {"eval", study_eval_json(spec.eval)}};
 }
 
-std::vector<std::string> study_differences(const json& saved, const json& now) {
+namespace {
+
+// A removed grid value is a difference when a cell that held it has results.
+void removed_values(const json& saved, const json& now, const CellHasResults& has_results,
+                    std::vector<std::string>& out) {
+  std::vector<GridAxis> grid;
+  for (const auto& a : saved.at("grid")) {
+    grid.push_back({a.at("key").get<std::string>(), {}});
+    for (const auto& v : a.at("values")) grid.back().values.push_back(v);
+  }
+  for (size_t a = 0; a < grid.size(); ++a) {
+    const auto& now_values = now["grid"][a]["values"];
+    for (const auto& v : grid[a].values) {
+      if (std::find(now_values.begin(), now_values.end(), v) != now_values.end()) continue;
+      std::vector<std::string> with_results;
+      for (const auto& name : cell_names_with(grid, a, v)) {
+        if (!has_results || has_results(name)) with_results.push_back(name);
+      }
+      if (with_results.empty()) continue;  // its cells never trained: nothing is orphaned
+      out.push_back("grid[\"" + grid[a].key + "\"] no longer lists " + v.dump() +
+                    " (values may be added, not removed; only a value whose cells never "
+                    "trained may go, and " +
+                    join(with_results) + " did)");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> study_differences(const json& saved, const json& now,
+                                           const CellHasResults& has_results) {
   std::vector<std::string> out;
   for (const auto& d : config_differences(saved.at("base"), now.at("base"), {"train.threads"}))
     out.push_back("base " + d);
@@ -44,14 +74,7 @@ std::vector<std::string> study_differences(const json& saved, const json& now) {
     out.push_back("grid keys: " + join(saved_keys) + " vs " + join(now_keys));
     return out;
   }
-  for (size_t a = 0; a < saved_keys.size(); ++a) {
-    const auto& now_values = now["grid"][a]["values"];
-    for (const auto& v : saved["grid"][a]["values"]) {
-      if (std::find(now_values.begin(), now_values.end(), v) == now_values.end())
-        out.push_back("grid[\"" + saved_keys[a] + "\"] no longer lists " + v.dump() +
-                      " (values may be added, not removed)");
-    }
-  }
+  removed_values(saved, now, has_results, out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "txl/platform/tcp_store.h"
+#include "txl/platform/torch_error.h"
+#include "txl/platform/watchdog.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -30,6 +33,11 @@ int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
   return value;
 }
 
+bool is_set(const char* name) {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0';
+}
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -37,40 +45,91 @@ bool is_loopback(const std::string& addr) {
 }  // namespace
 
 DistributedEnv distributed_env_from_environment() {
+  // A variable of a distributed launch given without its partner is a mistake, not a
+  // world of one: RANK alone would train alone (and write the run as rank 0 would), and
+  // WORLD_SIZE alone would make every process rank 0.
+  const bool has_rank = is_set("RANK"), has_world = is_set("WORLD_SIZE");
+  if (has_rank && !has_world) {
+    throw InputError(std::string("RANK=") + std::getenv("RANK") +
+                     " without WORLD_SIZE: every process of a distributed run needs WORLD_SIZE "
+                     "(the number of processes; RANK is 0 to WORLD_SIZE - 1) and MASTER_ADDR / "
+                     "MASTER_PORT naming rank 0. Unset RANK to train as one process");
+  }
   DistributedEnv env;
   env.world_size = static_cast<int>(env_int("WORLD_SIZE", 1, 1, 4096));
-  env.rank = static_cast<int>(env_int("RANK", 0, 0, env.world_size - 1));
-  env.local_rank = static_cast<int>(env_int("LOCAL_RANK", env.rank, 0, 4095));
-  env.master_port = static_cast<int>(env_int("MASTER_PORT", 29500, 1, 65535));
-  env.timeout = std::chrono::seconds(env_int("TXL_DIST_TIMEOUT_S", 600, 1, 86400));
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
-    env.master_addr = addr;
-  } else if (env.world_size > 1 && std::getenv("RANK") == nullptr) {
+  if (env.world_size > 1 && !has_rank) {
     throw InputError("WORLD_SIZE=" + std::to_string(env.world_size) +
                      " without RANK: every process of a distributed run needs RANK (0 to "
                      "WORLD_SIZE - 1), and MASTER_ADDR / MASTER_PORT naming rank 0");
   }
+  env.rank = static_cast<int>(env_int("RANK", 0, 0, env.world_size - 1));
+  env.local_rank = static_cast<int>(env_int("LOCAL_RANK", env.rank, 0, 4095));
+  env.local_world_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", 1, 1, 4096));
+  env.master_port = static_cast<int>(env_int("MASTER_PORT", 29500, 1, 65535));
+  env.timeout = std::chrono::seconds(env_int("TXL_DIST_TIMEOUT_S", 600, 1, 86400));
+  if (is_set("MASTER_ADDR")) env.master_addr = std::getenv("MASTER_ADDR");
   return env;
 }
 
+namespace {
+
+// How long past TXL_DIST_TIMEOUT_S the watchdog waits before it ends the process: long
+// enough that LibTorch's own timeout, whose message says more, normally fires first.
+std::chrono::milliseconds watchdog_limit(std::chrono::milliseconds timeout) {
+  const auto grace =
+      std::clamp(timeout / 10, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
+  return timeout + grace;
+}
+
+}  // namespace
+
 struct Distributed::Group {
+  // Every wait on the other ranks is bounded twice: by LibTorch's timeout, and by this
+  // watchdog for the waits LibTorch cannot bound (a store client reading from a peer that
+  // accepted the connection and never answers waits forever in LibTorch 1.13).
+  Watchdog watchdog;
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
   std::chrono::milliseconds timeout;
   int rank = 0;
 
-  // Waits for a collective, turning a failure (a peer gone, a timeout) into one message.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+  // Runs a collective and waits for it, turning a failure (a peer gone, a timeout) into one
+  // message.
+  template <typename Start>
+  void run(const char* what, Start start) {
+    const WatchdogScope guard(
+        watchdog, watchdog_limit(timeout),
+        fmt::format("distributed {} on rank {} did not finish within {} s (TXL_DIST_TIMEOUT_S): "
+                    "another rank stopped, died or hangs",
+                    what, rank, timeout.count() / 1000));
     try {
-      work->wait(timeout);
+      start()->wait(timeout);
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format(
           "distributed {} failed on rank {} (another rank stopped, died or did not answer "
           "within {} s): {}",
-          what, rank, timeout.count() / 1000, e.what()));
+          what, rank, timeout.count() / 1000, error_text(e)));
     }
   }
 };
+
+namespace {
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
+    const DistributedEnv& env, std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else if (is_loopback(env.master_addr)) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  options->threads = 1;
+  return options;
+}
+
+}  // namespace
 
 Distributed::Distributed(const DistributedEnv& env) : env_(env) {
   if (env.world_size <= 1) return;
@@ -78,6 +137,12 @@ Distributed::Distributed(const DistributedEnv& env) : env_(env) {
   group_->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(env.timeout);
   group_->rank = env.rank;
   const auto started = std::chrono::steady_clock::now();
+  const WatchdogScope guard(
+      group_->watchdog, watchdog_limit(group_->timeout),
+      fmt::format("rank {} of {} could not join the others at {}:{}: no answer within {} s "
+                  "(TXL_DIST_TIMEOUT_S); is MASTER_ADDR:MASTER_PORT rank 0 of this run, and "
+                  "is rank 0 running?",
+                  env.rank, env.world_size, env.master_addr, env.master_port, env.timeout.count()));
   try {
     TcpStoreSettings store;
     store.host = env.master_addr;
@@ -86,28 +151,29 @@ Distributed::Distributed(const DistributedEnv& env) : env_(env) {
     store.workers = static_cast<size_t>(env.world_size);
     store.timeout = group_->timeout;
     group_->store = make_tcp_store(store);
-    auto pg_options = c10d::ProcessGroupGloo::Options::create(group_->timeout);
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-      pg_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    } else if (is_loopback(env.master_addr)) {
-      pg_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    } else {
-      pg_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    pg_options->threads = 1;
-    group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, env.rank,
-                                                             env.world_size, pg_options);
+    group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        group_->store, env.rank, env.world_size, gloo_options(env, group_->timeout));
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format(
         "rank {} of {} could not join the others at {}:{} (gave up after {:.1f} s; the "
         "limit, TXL_DIST_TIMEOUT_S, is {} s): {}",
         env.rank, env.world_size, env.master_addr, env.master_port,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-        env.timeout.count(), e.what()));
+        env.timeout.count(), error_text(e)));
   }
 }
 
-Distributed::~Distributed() = default;
+Distributed::~Distributed() {
+  if (!group_) return;
+  // Closing the connections waits for work in flight; bounded like every other wait.
+  const WatchdogScope guard(
+      group_->watchdog, watchdog_limit(group_->timeout),
+      fmt::format("rank {} could not close its connections to the other ranks within {} s "
+                  "(TXL_DIST_TIMEOUT_S)",
+                  env_.rank, env_.timeout.count()));
+  group_->pg.reset();
+  group_->store.reset();
+}
 
 void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters) {
   if (!active()) return;
@@ -119,7 +185,7 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters
   std::vector<torch::Tensor> flat_views;
   for (const auto& g : grads) flat_views.push_back(g.reshape({-1}));
   std::vector<torch::Tensor> flat = {torch::cat(flat_views)};  // [sum of numel]
-  group_->wait(group_->pg->allreduce(flat), "all-reduce of the gradients");
+  group_->run("all-reduce of the gradients", [&] { return group_->pg->allreduce(flat); });
   flat[0].div_(env_.world_size);
   int64_t at = 0;
   for (auto& g : grads) {
@@ -132,7 +198,7 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters
 double Distributed::sum(double value) {
   if (!active()) return value;
   std::vector<torch::Tensor> t = {torch::full({1}, value, torch::kFloat64)};
-  group_->wait(group_->pg->allreduce(t), "all-reduce");
+  group_->run("all-reduce", [&] { return group_->pg->allreduce(t); });
   return t[0].item<double>();
 }
 
@@ -141,7 +207,7 @@ int64_t Distributed::max(int64_t value) {
   std::vector<torch::Tensor> t = {torch::full({1}, value, torch::kInt64)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  group_->wait(group_->pg->allreduce(t, options), "all-reduce");
+  group_->run("all-reduce", [&] { return group_->pg->allreduce(t, options); });
   return t[0].item<int64_t>();
 }
 
@@ -151,13 +217,13 @@ torch::Tensor Distributed::gather_rows(const torch::Tensor& local) {
   std::vector<std::vector<torch::Tensor>> out(1);
   for (int r = 0; r < env_.world_size; ++r) out[0].push_back(torch::empty_like(input));
   std::vector<torch::Tensor> in = {input};
-  group_->wait(group_->pg->allgather(out, in), "all-gather");
+  group_->run("all-gather", [&] { return group_->pg->allgather(out, in); });
   return torch::cat(out[0], 0);
 }
 
 void Distributed::barrier() {
   if (!active()) return;
-  group_->wait(group_->pg->barrier(), "barrier");
+  group_->run("barrier", [&] { return group_->pg->barrier(); });
 }
 
 torch::Tensor local_rows(const Distributed* dist, const torch::Tensor& global) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -24,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 // This process's environment with the rank's variables set (replacing inherited ones).
 std::vector<std::string> rank_environment(int rank, int nproc, int port) {
   return environment_with({"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(nproc),
-                           "LOCAL_RANK=" + std::to_string(rank), "MASTER_ADDR=127.0.0.1",
+                           "LOCAL_RANK=" + std::to_string(rank),
+                           "LOCAL_WORLD_SIZE=" + std::to_string(nproc), "MASTER_ADDR=127.0.0.1",
                            "MASTER_PORT=" + std::to_string(port)});
 }
 
@@ -37,16 +39,28 @@ pid_t spawn_rank(const std::string& exe, const std::vector<std::string>& args,
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
+  // SIGINT and SIGTERM blocked across fork: one that reached the child before its execve
+  // would run the launcher's handler there and be lost, and the rank would train on.
+  sigset_t stops, previous;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stops, &previous);
   const pid_t pid = ::fork();
-  if (pid < 0)
-    throw std::runtime_error(std::string("cannot start a rank: ") + std::strerror(errno));
   if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);  // a pending stop ends the rank here
     ::setpgid(0, 0);                     // a terminal's Ctrl-C reaches the launcher only
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // and the ranks do not outlive it
     if (::getppid() != parent) ::_exit(1);
     ::execve(exe.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
+  const int fork_error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (pid < 0)
+    throw std::runtime_error(std::string("cannot start a rank: ") + std::strerror(fork_error));
   return pid;
 }
 
@@ -87,10 +101,12 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args,
   fmt::print(stderr, "launching {} processes (ranks 0-{}) on 127.0.0.1:{}\n", nproc, nproc - 1,
              port);
   std::vector<pid_t> pids;
-  for (int r = 0; r < nproc; ++r)
+  // A stop that arrives while the ranks start ends the starting: those already running are
+  // stopped below, and none waits for ranks that will never come.
+  for (int r = 0; r < nproc && stop_signal.load() == 0; ++r)
     pids.push_back(spawn_rank(exe, args, rank_environment(r, nproc, port)));
 
-  int alive = nproc;
+  int alive = static_cast<int>(pids.size());
   int failure_code = 0;  // the first failing rank's code
   int stop_code = 0;     // 128 + signal of ranks that stopped cleanly
   bool forwarded = false;

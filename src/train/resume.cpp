@@ -16,6 +16,22 @@ const std::vector<std::string>& resumable_keys() {
   return keys;
 }
 
+std::string resume_command(const std::string& run_dir, int world_size) {
+  std::string command = "txl train --resume " + shell_quote(run_dir);
+  if (world_size > 1) command += " --nproc " + std::to_string(world_size);
+  return command;
+}
+
+void check_resume_world(int64_t saved, int64_t now, const RunPaths& paths) {
+  if (saved == now) return;
+  throw InputError(paths.last_checkpoint() + ": the checkpoint was trained by " +
+                   std::to_string(saved) + " process(es) and this resume has " +
+                   std::to_string(now) +
+                   "; each process holds its own streams' memory, so resume with the same "
+                   "number (" +
+                   resume_command(paths.dir, static_cast<int>(saved)) + ")");
+}
+
 void check_resume_matches(const TrainState& saved, const TrainState& now, const RunPaths& paths) {
   const std::string ckpt = paths.last_checkpoint();
   const auto diffs = config_differences(saved.config, now.config, resumable_keys());
@@ -24,13 +40,7 @@ void check_resume_matches(const TrainState& saved, const TrainState& now, const 
                      paths.config() + " (checkpoint vs now: " + join(diffs, "; ") +
                      "); on resume only " + join(resumable_keys(), ", ") + " may change");
   }
-  if (saved.world_size != now.world_size) {
-    throw InputError(ckpt + ": the checkpoint was trained by " + std::to_string(saved.world_size) +
-                     " process(es) and this resume has " + std::to_string(now.world_size) +
-                     "; each process holds its own streams' memory, so resume with the same "
-                     "number (txl train --resume " +
-                     paths.dir + " --nproc " + std::to_string(saved.world_size) + ")");
-  }
+  check_resume_world(saved.world_size, now.world_size, paths);
   if (saved.vocab_checksum != now.vocab_checksum) {
     throw InputError(ckpt + ": the checkpoint was trained with a different vocabulary than " +
                      paths.vocab());

@@ -19,6 +19,7 @@
 #include "txl/platform/device.h"
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
+#include "txl/platform/torch_error.h"
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/adamw_step.h"
@@ -190,8 +191,8 @@ void save_run(TrainRun& run, const std::string& path) {
     // write_file_atomic removed its temporary: the previous checkpoint is untouched.
     throw std::runtime_error(fmt::format(
         "step {}: {}; the previous checkpoints are intact. Free space (or fix the cause) "
-        "and continue with: txl train --resume {}",
-        run.state.step, e.what(), run.options.run_dir));
+        "and continue with: {}",
+        run.state.step, error_text(e), resume_command(run.options.run_dir, run.world)));
   }
 }
 
@@ -262,10 +263,11 @@ StepOutcome forward_backward(TrainRun& run) {
                         run.consecutive_skips)
           : "training stopped";
   throw std::runtime_error(fmt::format(
-      "step {}: loss {} / gradient norm {} is not finite; {}. {}. To continue: txl train "
-      "--resume {} --set train.skip_nonfinite=true (skips such steps), or start again "
-      "with a lower train.lr or longer train.warmup_steps",
-      step.step, step.loss, step.grad_norm, why, where, run.options.run_dir));
+      "step {}: loss {} / gradient norm {} is not finite; {}. {}. To continue: {} --set "
+      "train.skip_nonfinite=true (skips such steps), or start again with a lower train.lr or "
+      "longer train.warmup_steps",
+      step.step, step.loss, step.grad_norm, why, where,
+      resume_command(run.options.run_dir, run.world)));
 }
 
 // A non-finite step: skipped (train.skip_nonfinite, up to kMaxConsecutiveSkips in a row) or
@@ -398,7 +400,9 @@ TrainSummary finish_run(TrainRun& run) {
 
 TrainSummary train_model(const Config& config, const TrainOptions& options, Corpus corpus) {
   const auto& tc = config.train;
-  const int threads = set_threads(tc.threads);
+  // The ranks of one machine share its cores (train.threads = 0: an equal share each).
+  const int threads =
+      set_threads(tc.threads, options.dist != nullptr ? options.dist->local_world_size() : 1);
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
   // Parsed before anything is written, so a malformed hook leaves the run directory alone.
   std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");

@@ -72,4 +72,13 @@ std::string suggestion(const std::string& wrong, const std::vector<std::string>&
   return best ? "; did you mean \"" + *best + "\"?" : "";
 }
 
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=:@,+") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace txl

@@ -245,6 +245,9 @@ TEST(StudyCli, BadInputExitsTwoAndWritesNothing) {
       {{"study", "--config", f.config, "--out", out, "--threads", "-1"}, "--threads"},
       {{"study", "--config", f.config, "--out", out, "--report"}, "no cell of"},
       {{"study", "--config", f.config, "--out", f.root + "/corpus"}, "holds no study"},
+      {{"study", "--config", f.config, "--out", out, "--cell", "alibi-seed1", "--cell",
+        "alibi-seed1"},
+       "--cell alibi-seed1 is given twice"},
   };
   for (const auto& c : cases) {
     const auto r = run_txl(c.args);
@@ -252,6 +255,113 @@ TEST(StudyCli, BadInputExitsTwoAndWritesNothing) {
     EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.expected << " in " << r.output;
   }
   EXPECT_FALSE(cli_fs::exists(out)) << "a refused study writes nothing";
+}
+
+// A path whose existing part is a file can hold no folder: refused naming the option and
+// the file, for the study folder and the run directory alike.
+TEST(StudyCli, FoldersThatCannotBeMadeAreRefusedNamingThePath) {
+  const auto f = make_study("study_out_file");
+  write_text(f.root + "/file", "not a folder\n");
+  const std::string out = f.root + "/file/sub";
+  auto r = study(f, out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find("--out " + out + ": " + f.root + "/file is not a folder"), std::string::npos)
+      << r.err;
+  const std::string base = f.root + "/base.json";
+  write_config(base, json::parse(read_text(f.config))["base"]);
+  r = run_txl({"train", "--config", base, "--run-dir", out});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find("--run-dir " + out + ": " + f.root + "/file is not a folder"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text(f.root + "/file"), "not a folder\n");
+}
+
+// Every cell is checked as `txl train` checks a run before the first one trains: a grid
+// value that cannot work is refused naming the study file, the cell and the key, and
+// nothing is trained or written.
+TEST(StudyCli, EveryCellIsCheckedBeforeTheFirstTrains) {
+  const auto f = make_study("study_precheck");
+  const std::string out = f.root + "/out";
+  json spec = json::parse(read_text(f.config));
+  spec["grid"]["data.dir"] = {f.root + "/corpus", f.root + "/missing"};
+  write_config(f.config, spec);
+  auto r = study(f, out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find(f.config + ": cell relative-dir"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("data.dir: " + f.root + "/missing does not exist"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(cli_fs::exists(out)) << "a refused study writes nothing";
+  // The memory estimate: a cell whose model cannot fit, and the share of each of --jobs.
+  spec["grid"].erase("data.dir");
+  spec["grid"]["model.d_inner"] = {32, 1000000};
+  write_config(f.config, spec);
+  r = study(f, out, {}, {"TXL_MEMORY_LIMIT_MB=400"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find(f.config + ": cell relative-d_inner1000000-seed1"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("model.d_inner"), std::string::npos) << r.err;
+  EXPECT_FALSE(cli_fs::exists(out));
+}
+
+// A value whose cells never trained (here: refused because its segment cannot fit the
+// corpus) may be dropped from a recorded study; one whose cells have results may not.
+TEST(StudyCli, AValueWhoseCellsNeverTrainedMayBeDropped) {
+  const auto f = make_study("study_drop", 4);
+  const std::string out = f.root + "/out";
+  json spec = json::parse(read_text(f.config));
+  spec["grid"] = {
+      {"model.pos_encoding", {"relative"}}, {"train.seed", {1}}, {"train.tgt_len", {8, 100000}}};
+  write_config(f.config, spec);
+  // A scheduler's task trains one cell, recording the study with both values.
+  auto r = study(f, out, {"--cell", "relative-tgt_len8-seed1"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = study(f, out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find("cell relative-tgt_len100000-seed1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("train.tgt_len"), std::string::npos) << r.err;
+  EXPECT_FALSE(cli_fs::exists(out + "/runs/relative-tgt_len100000-seed1"));
+  // Without the value that never trained: the study goes on, the trained cell reused.
+  spec["grid"]["train.tgt_len"] = {8};
+  write_config(f.config, spec);
+  r = study(f, out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.err.find("relative-tgt_len8-seed1: done (reused)"), std::string::npos) << r.err;
+  // Dropping the value whose cell has results is still refused.
+  spec["grid"]["train.tgt_len"] = {12};
+  write_config(f.config, spec);
+  const std::string manifest = read_text(out + "/study.json");
+  r = study(f, out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find("no longer lists 8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("relative-tgt_len8-seed1 did"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(out + "/study.json"), manifest);
+}
+
+// --jobs x --threads far above the cores: each cell's threads are capped at its share, with
+// a warning, and a SIGTERM stops the study within seconds.
+TEST(StudyCli, ThreadsFarAboveTheCoresAreCappedAndSigtermStopsPromptly) {
+  const auto f = make_study("study_oversubscribed", 100000);
+  const std::string out = f.root + "/out";
+  const std::string log = f.root + "/study.log";
+  const pid_t pid = spawn_txl(
+      {"study", "--config", f.config, "--out", out, "--jobs", "2", "--threads", "1024"}, log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline &&
+         count_lines_with(out + "/logs/relative-seed1.log", "step ") < 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_txl(pid, 60.0), 128 + SIGTERM) << read_text(log);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+  const std::string output = read_text(log);
+  if (std::thread::hardware_concurrency() < 1024) {
+    EXPECT_NE(output.find("warning: --jobs 2 --threads 1024: 1024 threads x 2 processes"),
+              std::string::npos)
+        << output;
+    EXPECT_EQ(output.find("1024 threads, log"), std::string::npos) << output;
+  }
 }
 
 }  // namespace

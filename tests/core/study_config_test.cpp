@@ -128,6 +128,12 @@ TEST(StudyConfig, BadConfigsNameTheKey) {
       {bad_baseline, "baseline \"rope\" is not an encoding of the grid"},
       {study(ok_grid, {{"methods", {"sliding"}}, {"stride", 12}, {"lengths", {8, 16}}}),
        "eval.stride (12) is longer than the shortest length 8"},
+      // A method's setting without the method would be ignored in silence.
+      {study(ok_grid, {{"stride", 4}}),
+       "eval.stride is a setting of the sliding method, which the methods (nonoverlap) do "
+       "not list"},
+      {study(ok_grid, {{"methods", {"nonoverlap", "sliding"}}, {"mem_lens", {0}}}),
+       "eval.mem_lens is a setting of the memory method"},
   };
   for (const auto& c : cases) {
     try {

@@ -53,8 +53,24 @@ BlasInfo inspect_blas();
 // std::thread::hardware_concurrency(), at least 1.
 int logical_cores();
 
-// 0 = every core. Returns the thread count in effect.
-int set_threads(int64_t requested);
+// Busy threads beyond this many per core only slow each other down, and a stop request then
+// waits for a step that crawls (a study's --jobs 2 --threads 1024 on 2 cores logged no step
+// in two minutes and took as long to stop).
+inline constexpr int64_t kMaxThreadsPerCore = 2;
+
+// The threads each of `processes` processes sharing this machine's cores uses when each asks
+// for `requested`: 0 = an equal share of the cores (at least 1). A request whose total over
+// the processes exceeds kMaxThreadsPerCore x the cores is capped at the equal share, and
+// `warning` says so (it also warns when the processes alone exceed that many).
+struct ThreadShare {
+  int64_t threads = 1;
+  std::string warning;  // empty when the request fits
+};
+ThreadShare share_cores(int64_t requested, int64_t processes);
+
+// Sets LibTorch's intra-op threads to share_cores(requested, processes) (printing its
+// warning, once per process). Returns the thread count in effect.
+int set_threads(int64_t requested, int64_t processes = 1);
 
 // Whether autocast is on for `type` (CPU or CUDA): one call for LibTorch 1.13 and 2.4+.
 bool autocast_enabled(c10::DeviceType type);

@@ -39,8 +39,15 @@ void check_run_files(const std::string& dir);
 // runs/<config file stem>-<YYYYmmdd-HHMMSS>
 std::string default_run_dir(const std::string& config_path);
 
-// Refuses (InputError) a path that is not a directory, and an existing non-empty directory
-// unless `force`; changes nothing, so it can run before the other checks of a new run.
+// A folder txl is to make (a run directory, a study folder) given by `option`: InputError
+// naming the option, the path and the part of it in the way when a part that exists is not
+// a folder (`--out FILE/sub`), or the nearest existing folder does not let this user make
+// one in it. Changes nothing.
+void check_folder_can_be_made(const std::string& dir, const std::string& option);
+
+// Refuses (InputError) a path that is not a directory or cannot be made
+// (check_folder_can_be_made), and an existing non-empty directory unless `force`; changes
+// nothing, so it can run before the other checks of a new run.
 void check_run_dir(const std::string& dir, bool force);
 
 // check_run_dir, then creates the directory and its parents. With `force`, the files of an

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -88,10 +89,21 @@ nlohmann::json study_eval_json(const StudyEval& eval);
 // The protocols' labels, in order.
 std::vector<std::string> protocol_labels(const StudySpec& spec);
 
+// Whether the cell of this name has results that a change would orphan (a checkpoint or an
+// evaluation); null: every cell counts as having them.
+using CellHasResults = std::function<bool(const std::string& cell)>;
+
 // Why `now` cannot continue the study recorded in `saved` (empty when it can): changes to
 // the base config (other than train.threads), to the evaluation or to the grid's keys, or a
-// grid value that was removed. Values added to the grid only add cells and are allowed.
-std::vector<std::string> study_differences(const nlohmann::json& saved, const nlohmann::json& now);
+// grid value removed while a cell with it has results. Values added to the grid only add
+// cells; a value whose cells never trained (one a refused or failed cell held) may go.
+std::vector<std::string> study_differences(const nlohmann::json& saved, const nlohmann::json& now,
+                                           const CellHasResults& has_results = nullptr);
+
+// The names of the cells of `grid` whose value on axis `axis` is `value`, as
+// study_from_json names them.
+std::vector<std::string> cell_names_with(const std::vector<GridAxis>& grid, size_t axis,
+                                         const nlohmann::json& value);
 
 const StudyCell* find_cell(const StudySpec& spec, const std::string& name);
 

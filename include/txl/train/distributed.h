@@ -10,7 +10,9 @@
 // A rank that dies closes its connections, and the others' next collective fails at once
 // with an error naming the operation (`txl train --nproc` then stops them all). A rank that
 // hangs is given up after the timeout (TXL_DIST_TIMEOUT_S, default 600 s: generous, so that
-// a slow checkpoint write on rank 0 never trips it).
+// a slow checkpoint write on rank 0 never trips it). Every wait honours it, the joining
+// included: where LibTorch cannot bound a wait, a watchdog (platform/watchdog.h) ends the
+// process (exit 1) shortly after the timeout, with one line saying what did not answer.
 #pragma once
 
 #include <chrono>
@@ -28,13 +30,15 @@ struct DistributedEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int local_world_size = 1;  // ranks on this machine (LOCAL_WORLD_SIZE): they share its cores
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::chrono::seconds timeout{600};
 };
 
 // From the environment; a malformed or inconsistent value throws InputError naming the
-// variable (e.g. RANK=3 with WORLD_SIZE=2).
+// variable (e.g. RANK=3 with WORLD_SIZE=2), as does RANK without WORLD_SIZE or WORLD_SIZE > 1
+// without RANK.
 DistributedEnv distributed_env_from_environment();
 
 class Distributed {
@@ -49,6 +53,7 @@ class Distributed {
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
   bool is_root() const { return env_.rank == 0; }
+  int local_world_size() const { return env_.local_world_size; }
   bool active() const { return env_.world_size > 1; }
 
   // Replaces every defined gradient by its mean over the ranks (one flat buffer, one

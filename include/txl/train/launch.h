@@ -1,11 +1,13 @@
 // `txl train --nproc N`: N processes of this executable on this machine, ranks 0..N-1 of one
 // data-parallel run (distributed.h), with the environment torchrun would give them
-// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT: a free port).
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT: a free
+// port).
 //
 // The launcher owns its ranks: SIGINT/SIGTERM (stop_signal) is passed to each of them once,
-// so they stop together after the same step with one checkpoint; a rank that fails (non-zero
-// exit, or killed) makes the launcher SIGTERM the others and SIGKILL what is left after
-// kTerminateGraceSeconds, so nothing hangs. The ranks die with the launcher (PDEATHSIG).
+// so they stop together after the same step with one checkpoint (a stop that arrives while
+// they start ends the starting); a rank that fails (non-zero exit, or killed) makes the
+// launcher SIGTERM the others and SIGKILL what is left after kTerminateGraceSeconds, so
+// nothing hangs. The ranks die with the launcher (PDEATHSIG).
 #pragma once
 
 #include <atomic>

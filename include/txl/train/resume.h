@@ -19,6 +19,16 @@ namespace txl {
 // data.dir may move because the training split is verified by its fingerprint instead.
 const std::vector<std::string>& resumable_keys();
 
+// The command that continues the run in `run_dir`, trained by `world_size` processes, as
+// txl prints it after a stop: "txl train --resume DIR" with "--nproc N" when N > 1 (a
+// resume needs as many processes as the checkpoint holds streams for) and the directory
+// quoted for the shell.
+std::string resume_command(const std::string& run_dir, int world_size);
+
+// InputError naming the checkpoint and the command that resumes it when the checkpoint was
+// trained by `saved` processes and this resume has `now`.
+void check_resume_world(int64_t saved, int64_t now, const RunPaths& paths);
+
 // InputError naming the checkpoint and the difference when `saved` (from the checkpoint)
 // and `now` (this run) differ in anything but resumable_keys().
 void check_resume_matches(const TrainState& saved, const TrainState& now, const RunPaths& paths);

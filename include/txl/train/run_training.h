@@ -26,6 +26,9 @@ struct TrainRequest {
   // does; the others only load and check the same config and data (they never write it).
   int rank = 0;
   int world_size = 1;
+  // Every check rank 0 makes (the run directory's lock taken and released), and nothing
+  // written, made or cleared: what `--nproc N` runs before it starts a rank.
+  bool check_only = false;
 };
 
 // A run ready to train. The lock is held until this is destroyed.
@@ -41,6 +44,14 @@ struct PreparedTraining {
 // configuration, the corpus, the run directory or the memory the run needs. Prints the
 // "resume: changing ..." lines of a resume.
 PreparedTraining prepare_training(const TrainRequest& request);
+
+// What `txl train --nproc N` checks before it starts a rank, so that a launch that cannot
+// work is refused (InputError, nothing written) instead of failing in N processes:
+// everything prepare_training checks for rank 0 with a world of N (train.batch_size a
+// multiple of N, a resume's checkpoint trained by N processes, ...), N at most
+// kMaxThreadsPerCore per core unless `oversubscribe`, and the memory of N processes (each
+// holds the whole model, its gradients and AdamW state) within what the machine has.
+void check_launch(const TrainRequest& request, int nproc, bool oversubscribe);
 
 // Trains the prepared run (stop_signal: non-zero = checkpoint and stop after this step). A new
 // run that throws before its first checkpoint removes what it wrote, so the same command can

@@ -16,6 +16,11 @@ std::vector<std::string> split(const std::string& text, char separator);
 // plural, two swapped letters: at most a third of its length in edits), else "".
 std::string suggestion(const std::string& wrong, const std::vector<std::string>& valid);
 
+// `s` as one word of a POSIX shell command: unchanged when it holds only safe characters,
+// else in single quotes (an embedded ' written '\''), so that a printed command works
+// when pasted.
+std::string shell_quote(const std::string& s);
+
 // "mm:ss", or "h:mm:ss" from an hour on (negative durations read 00:00).
 std::string format_duration(double seconds);
 
