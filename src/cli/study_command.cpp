@@ -74,7 +74,8 @@ void setup_study(CLI::App& app, int& exit_code) {
   list->excludes(cell);
   report->excludes(cell);
   jobs->excludes(cell);
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
     check_threads(o->threads, "--threads");
     o->executable = self_executable("txl");
     o->stop = &stop_signal();

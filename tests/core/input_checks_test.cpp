@@ -290,6 +290,8 @@ TEST(InputChecks, ConfigAndRunFileErrorsNameTheirCause) {
        2, "--set model.rope_base=-1 (over " + config + "): model.rope_base (-1)"},
       {"run_dir_empty", {"train", "--config", config, "--run-dir", ""}, 2,
        "--run-dir is given an empty value"},
+      {"study_out_empty", {"study", "--config", config, "--out", ""}, 2,
+       "--out is given an empty value"},
       {"config_fifo", {"train", "--config", fifo_config, "--run-dir", fresh}, 2,
        fifo_config + ": is a FIFO (named pipe), expected a JSON file"},
       {"resume_set_blamed", {"train", "--resume", run, "--set", "train.max_steps=0"}, 2,
