@@ -3,9 +3,7 @@
 #include "txl/util/fs.h"
 
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "base_test_util.h"
+#include "special_files.h"
 #include "txl/data/corpus.h"
 #include "txl/util/json.h"
 
@@ -50,18 +49,7 @@ TEST(WriteFileAtomic, MissingDirectoryIsAnErrorNamingThePath) {
 namespace fs = std::filesystem;
 using testing::contains;
 using testing::input_error;
-
-// A Unix socket bound at `path` (closed again: the node stays, as a dead server leaves it).
-void make_socket(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  ASSERT_LT(path.size(), sizeof addr.sun_path) << path;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
-  ::close(fd);
-}
+using testing::make_socket;
 
 TEST(FileKinds, EachKindIsToldAndDescribed) {
   const testing::TestDir dir("fs_kinds");

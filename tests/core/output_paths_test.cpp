@@ -5,12 +5,11 @@
 // In process against hand-made folders (the rules read names, not contents), then once
 // through the executable on a trained run for every command that writes one.
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include <map>
 
+#include "../base/special_files.h"
 #include "cli_harness.h"
 #include "txl/cli/output_path.h"
 #include "txl/run/run_dir.h"
@@ -21,6 +20,7 @@ namespace txl {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::make_socket;
 using testing::read_text;
 using testing::run_txl;
 using testing::write_text;
@@ -44,17 +44,6 @@ std::map<std::string, std::string> snapshot(const std::string& dir) {
                                         : describe(file_kind(e.path().string()));
   }
   return files;
-}
-
-void make_socket(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  ASSERT_LT(path.size(), sizeof addr.sun_path) << path;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
-  ::close(fd);
 }
 
 // A run directory holding every run file (run_file_names(): a new one is covered too) and
