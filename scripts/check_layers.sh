@@ -10,10 +10,11 @@ cd "$repo"
 
 # Lowest first. util: errors, files, hashes, UTF-8; config: the configuration tree; data:
 # tokenizers and corpora; platform: BLAS, CPU, threads; model: the network; run: run
-# directories, checkpoints, training state; eval: evaluation methods and reports; train:
+# directories, checkpoints, training state; eval: evaluation protocols and reports; probe:
+# the probes of context use (RECL, copy distance, passkey, attention statistics); train:
 # the training loop and bench; study: studies (grids of runs, seed statistics, reports); cli:
 # the subcommands.
-layers=(util config data platform model run eval train study cli)
+layers=(util config data platform model run eval probe train study cli)
 
 rank() {
   local i
