@@ -46,6 +46,7 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   // float32 and rounds only the result, so a float32 copy of the scores, its cast back and
   // their backward passes would buy nothing under autocast.
   auto probs = torch::softmax(scores, -1).to(v.dtype());  // [B, H, Q, K]
+  if (pos.observer) pos.observer->observe(pos.layer, probs);
   probs = apply_dropout(probs, dropatt_, is_training());
   return batched_matmul(probs, v);  // [B, H, Q, D]
 }

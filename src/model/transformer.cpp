@@ -65,6 +65,7 @@ torch::Tensor TransformerLMImpl::run_blocks(torch::Tensor h, const Memory& memor
     layer_inputs.push_back(h);
     auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];  // [B, M, C]
     const double layer = static_cast<double>(l);
+    pos.layer = static_cast<int64_t>(l);
     if (options.progress) {
       // Attention is most of a long window's work: its blocks advance the layer's share.
       pos.attention_progress = [&options, layer](double f) { options.progress(layer + f); };
@@ -99,6 +100,7 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   pos.aid = options.aid;
   pos.query_block = options.query_block;
+  pos.observer = options.observer;
   // A learned table stretches over the positions training reached (its rows past them
   // were never trained), and never past its own size.
   pos.train_len = options.train_len;

@@ -20,6 +20,7 @@
 
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
+#include "txl/model/attention_observer.h"
 
 namespace txl {
 
@@ -35,6 +36,9 @@ struct PositionContext {
   // Evaluation progress: called after each query block with the fraction (0..1] of this
   // layer's attention work done (work grows with the keys a block sees). May be empty.
   std::function<void(double)> attention_progress;
+  // Statistics: given every layer's probabilities when set (attention_observer.h).
+  AttentionObserver* observer = nullptr;
+  int64_t layer = 0;  // the layer being run (0-based), for the observer
 };
 
 // Attention in query blocks (evaluation without gradients). A block of queries i0..i0+b-1

@@ -36,6 +36,8 @@ struct ForwardOptions {
   // Progress of long evaluations: called with the layers done so far, fractional inside a
   // layer that attends in query blocks (0 < x <= n_layer). May be empty.
   std::function<void(double)> progress;
+  // Reads every layer's attention probabilities (attention_observer.h); null = none.
+  AttentionObserver* observer = nullptr;
 };
 
 // Without gradients, with targets and without want_logits, the output layer and the NLL run

@@ -1,0 +1,268 @@
+// What every probe shares: names and settings as users write them, checked against each
+// probe's declared options, and metrics as JSON and as a table.
+#include "txl/probe/probe.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "txl/util/error.h"
+#include "txl/util/text.h"
+
+namespace txl {
+
+namespace {
+
+const std::vector<double>& values_of(const ProbeValues& v, const std::string& key) {
+  const auto it = v.values.find(key);
+  if (it == v.values.end() || it->second.empty())
+    throw std::logic_error("probe option " + key + " has no value");
+  return it->second;
+}
+
+const ProbeOptionSpec* find_option(const Probe& probe, const std::string& key) {
+  for (const auto& o : probe.options) {
+    if (key == o.key) return &o;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> option_keys(const Probe& probe) {
+  std::vector<std::string> keys;
+  for (const auto& o : probe.options) keys.push_back(o.key);
+  return keys;
+}
+
+// Every value within the spec's range, whole where it must be, one value unless a list.
+void check_option_values(const ProbeOptionSpec& spec, const std::vector<double>& values,
+                         const std::string& name) {
+  if (values.empty()) throw InputError(name + " needs at least one value");
+  if (!spec.list && values.size() > 1)
+    throw InputError(name + " takes one value, got " + std::to_string(values.size()));
+  for (const double v : values) {
+    if (!std::isfinite(v) || v < spec.min || v > spec.max || (spec.integer && v != std::floor(v))) {
+      throw InputError(fmt::format("{} = {:g} is not valid; expected {} from {:g} to {:g} ({})",
+                                   name, v, spec.integer ? "a whole number" : "a number", spec.min,
+                                   spec.max, spec.doc));
+    }
+  }
+}
+
+// "32,64,128": every part a whole decimal number (no spaces, no trailing text).
+std::vector<double> parse_number_list(const std::string& text, const std::string& name) {
+  std::vector<double> out;
+  for (const auto& part : split(text, ',')) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || std::isspace(static_cast<unsigned char>(part[0])))
+      throw InputError(name + ": \"" + part + "\" is not a number");
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t ProbeValues::integer(const std::string& key) const {
+  return static_cast<int64_t>(values_of(*this, key).front());
+}
+double ProbeValues::number(const std::string& key) const { return values_of(*this, key).front(); }
+std::vector<int64_t> ProbeValues::integers(const std::string& key) const {
+  std::vector<int64_t> out;
+  for (const double v : values_of(*this, key)) out.push_back(static_cast<int64_t>(v));
+  return out;
+}
+const std::vector<double>& ProbeValues::numbers(const std::string& key) const {
+  return values_of(*this, key);
+}
+
+const Probe& find_probe(const std::string& name, const std::string& key_path) {
+  for (const auto& p : probe_registry()) {
+    if (name == p.name) return p;
+  }
+  throw InputError(key_path + " \"" + name + "\" is not a probe; expected one of " +
+                   join(probe_names()));
+}
+
+std::vector<std::string> probe_names() {
+  std::vector<std::string> names;
+  for (const auto& p : probe_registry()) names.push_back(p.name);
+  return names;
+}
+
+ProbeRequest parse_probe_request(const std::string& names, const std::vector<std::string>& sets,
+                                 uint64_t seed) {
+  ProbeRequest r;
+  r.seed = seed;
+  for (const auto& part : split(names, ',')) {
+    const std::string name = part;
+    find_probe(name, "--probes");
+    if (std::find(r.names.begin(), r.names.end(), name) != r.names.end())
+      throw InputError("--probes names " + name + " twice");
+    r.names.push_back(name);
+  }
+  for (const auto& set : sets) {
+    const auto eq = set.find('=');
+    const auto dot = set.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
+      throw InputError("--probe-set \"" + set +
+                       "\" is not PROBE.KEY=VALUES (e.g. copy.distances=32,64,128)");
+    }
+    const std::string probe = set.substr(0, dot), key = set.substr(dot + 1, eq - dot - 1);
+    const Probe& p = find_probe(probe, "--probe-set");
+    if (std::find(r.names.begin(), r.names.end(), probe) == r.names.end())
+      throw InputError("--probe-set " + set + " sets probe " + probe +
+                       ", which --probes does not list");
+    const ProbeOptionSpec* spec = find_option(p, key);
+    if (!spec) {
+      throw InputError("--probe-set " + set + ": " + probe + " has no option \"" + key +
+                       "\"; its options: " + join(option_keys(p)));
+    }
+    const std::string name = "--probe-set " + probe + "." + key;
+    auto values = parse_number_list(set.substr(eq + 1), name);
+    check_option_values(*spec, values, name);
+    r.settings[probe][key] = std::move(values);
+  }
+  return r;
+}
+
+ProbeRequest probe_request_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object())
+    throw InputError(where + " must be an object of probe name: {option: value(s)}");
+  ProbeRequest r;
+  for (const auto& [name, options] : j.items()) {
+    if (name == "seed") {
+      if (!options.is_number_unsigned())
+        throw InputError(where + ".seed must be a non-negative whole number");
+      r.seed = options.get<uint64_t>();
+      continue;
+    }
+    const Probe& p = find_probe(name, where);
+    if (!options.is_object())
+      throw InputError(where + "." + name +
+                       " must be an object of option: value(s) ({} for defaults)");
+    r.names.push_back(name);
+    for (const auto& [key, value] : options.items()) {
+      const std::string path = where + "." + name + "." + key;
+      const ProbeOptionSpec* spec = find_option(p, key);
+      if (!spec)
+        throw InputError(path + " is not an option of " + name +
+                         "; its options: " + join(option_keys(p)));
+      std::vector<double> values;
+      for (const auto& v : value.is_array() ? value : nlohmann::json::array({value})) {
+        if (!v.is_number()) throw InputError(path + " must hold numbers, got " + v.dump());
+        values.push_back(v.get<double>());
+      }
+      check_option_values(*spec, values, path);
+      r.settings[name][key] = std::move(values);
+    }
+  }
+  return r;
+}
+
+nlohmann::json to_json(const ProbeRequest& r) {
+  nlohmann::json j = {{"seed", r.seed}};
+  for (const auto& name : r.names) {
+    nlohmann::json options = nlohmann::json::object();
+    const auto it = r.settings.find(name);
+    if (it != r.settings.end()) {
+      for (const auto& [key, values] : it->second) options[key] = values;
+    }
+    j[name] = options;
+  }
+  return j;
+}
+
+ProbeValues resolve_probe_values(const Probe& probe, const ProbeRequest& request,
+                                 const ProbeSubject& subject, const std::string& where) {
+  ProbeValues v = probe.defaults(subject);
+  v.seed = request.seed;
+  const auto it = request.settings.find(probe.name);
+  if (it != request.settings.end()) {
+    for (const auto& [key, values] : it->second) v.values[key] = values;
+  }
+  for (const auto& spec : probe.options) {
+    check_option_values(spec, v.values[spec.key], where + " " + probe.name + "." + spec.key);
+  }
+  probe.check(subject, v);
+  return v;
+}
+
+nlohmann::json to_json(const ProbeMetric& m) {
+  nlohmann::json j = {{"series", m.series}, {"x_name", m.x_name}, {"x", m.x}, {"value", m.value}};
+  if (m.has_interval) {
+    j["lo"] = m.lo;
+    j["hi"] = m.hi;
+  }
+  if (!m.grid.empty()) {
+    j["grid"] = m.grid;
+    j["y_name"] = m.y_name;
+    j["grid_y"] = m.grid_y;
+  }
+  if (!m.in_table) j["in_table"] = false;
+  return j;
+}
+
+ProbeMetric metric_from_json(const nlohmann::json& j) {
+  ProbeMetric m;
+  m.series = j.at("series").get<std::string>();
+  m.x_name = j.at("x_name").get<std::string>();
+  m.x = j.at("x").get<double>();
+  m.value = j.at("value").get<double>();
+  m.has_interval = j.contains("lo");
+  if (m.has_interval) {
+    m.lo = j.at("lo").get<double>();
+    m.hi = j.at("hi").get<double>();
+  }
+  if (j.contains("grid")) {
+    m.grid = j.at("grid").get<std::string>();
+    m.y_name = j.at("y_name").get<std::string>();
+    m.grid_y = j.at("grid_y").get<double>();
+  }
+  m.in_table = j.value("in_table", true);
+  return m;
+}
+
+nlohmann::json to_json(const ProbeValues& v) {
+  nlohmann::json j = {{"seed", v.seed}};
+  for (const auto& [key, values] : v.values) j[key] = values;
+  return j;
+}
+
+ProbeValues probe_values_from_json(const nlohmann::json& j) {
+  ProbeValues v;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "seed") {
+      v.seed = value.get<uint64_t>();
+    } else {
+      v.values[key] = value.get<std::vector<double>>();
+    }
+  }
+  return v;
+}
+
+std::string format_probe_metrics(const std::string& probe,
+                                 const std::vector<ProbeMetric>& metrics) {
+  std::string out;
+  std::string series;
+  for (const auto& m : metrics) {
+    if (!m.in_table) continue;
+    if (m.series != series) {
+      series = m.series;
+      out += fmt::format("  {} {}\n", probe, series);
+    }
+    const std::string interval =
+        m.has_interval ? fmt::format("  [{:.4f}, {:.4f}]", m.lo, m.hi) : std::string();
+    out += fmt::format("    {:>14} {:>9g}  {:>10.4f}{}\n", m.x_name, m.x, m.value, interval);
+  }
+  return out;
+}
+
+}  // namespace txl

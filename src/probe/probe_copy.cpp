@@ -1,0 +1,87 @@
+// The copy-distance probe on the registry (copy_probe.h holds the definition): copy gain
+// against the distance d between a span and its repetition.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+#include "txl/probe/copy_probe.h"
+#include "txl/probe/probes.h"
+
+namespace txl {
+
+namespace {
+
+ProbeValues copy_defaults(const ProbeSubject& subject) {
+  // d from half the training length to 7x it (32 .. 448 for a model trained on 64 tokens),
+  // so that 2n + d runs from inside the training length to the longest evaluated lengths.
+  const int64_t t = std::max<int64_t>(2, subject.config->train.tgt_len);
+  ProbeValues v;
+  v.values["span"] = {16};
+  v.values["distances"] = {double(t / 2), double(t), double(2 * t), double(4 * t), double(7 * t)};
+  v.values["count"] = {200};
+  return v;
+}
+
+CopyProbeOptions copy_options(const ProbeSubject& subject, const ProbeValues& v) {
+  CopyProbeOptions o;
+  o.span = v.integer("span");
+  o.distances = v.integers("distances");
+  o.count = v.integer("count");
+  o.seed = v.seed;
+  o.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  o.scoring.precision = subject.precision;
+  return o;
+}
+
+void copy_check(const ProbeSubject& subject, const ProbeValues& v) {
+  const auto o = copy_options(subject, v);
+  const int64_t longest = *std::max_element(o.distances.begin(), o.distances.end());
+  check_window_fits(subject, 2 * o.span + longest, "copy.distances with copy.span");
+  build_copy_instances(*subject.ids, o.span, longest, 1, o.seed);  // the split is long enough
+}
+
+ProbeRun copy_run(const ProbeSubject& subject, const ProbeValues& v,
+                  const ProbeProgressFn& progress) {
+  const CopyProbeResult r = run_copy_probe(*subject.model, *subject.ids, copy_options(subject, v));
+  ProbeRun out;
+  out.detail = to_json(r);
+  for (const auto& row : r.rows) {
+    const double d = static_cast<double>(row.distance);
+    ProbeMetric gain{"copy gain (nats/token)", "d", d, row.gain};
+    gain.has_interval = row.gain_interval.valid;
+    gain.lo = row.gain_interval.lo;
+    gain.hi = row.gain_interval.hi;
+    out.metrics.push_back(gain);
+  }
+  for (const auto& row : r.rows)
+    out.metrics.push_back(
+        {"NLL of the repeated span (nats/token)", "d", double(row.distance), row.nll_repeated});
+  for (const auto& row : r.rows)
+    out.metrics.push_back(
+        {"NLL of the control span (nats/token)", "d", double(row.distance), row.nll_control});
+  if (progress) progress(1.0);
+  return out;
+}
+
+}  // namespace
+
+Probe copy_probe() {
+  Probe p;
+  p.name = "copy";
+  p.description =
+      "copy distance: a span of the split, d tokens of other text, the span again; copy gain = "
+      "NLL of the span after a different span minus NLL after itself, against d";
+  p.cost = "2 x count x sum over d of (2 span + d) tokens forwarded";
+  p.options = {
+      {"span", 1, 4096, true, false, "n, tokens per span (default 16)"},
+      {"distances", 0, 1 << 24, true, true,
+       "d, tokens between the two copies (default T/2, T, 2T, 4T, 7T for training length T)"},
+      {"count", 1, 100000, true, false, "instances per distance (default 200)"}};
+  p.defaults = copy_defaults;
+  p.check = copy_check;
+  p.run = copy_run;
+  p.group = nullptr;
+  return p;
+}
+
+}  // namespace txl

@@ -1,0 +1,107 @@
+// The teacher-forced passkey probe on the registry (passkey_probe.h holds the definition):
+// key accuracy and log-probability over a grid of window length x needle depth.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+#include "txl/probe/passkey_probe.h"
+#include "txl/probe/probes.h"
+
+namespace txl {
+
+namespace {
+
+constexpr int64_t kKeyLen = 5;  // YaRN's keys are 1..50000: up to 5 digits
+constexpr int64_t kCueLen = 8;
+
+ProbeValues passkey_defaults(const ProbeSubject& subject) {
+  ProbeValues v;
+  for (const int64_t length : subject.lengths) {
+    if (length >= 2 * (kKeyLen + kCueLen)) v.values["lengths"].push_back(double(length));
+  }
+  if (v.values["lengths"].empty()) v.values["lengths"] = {double(longest_length(subject))};
+  v.values["depths"] = {0.0, 0.25, 0.5, 0.75, 1.0};
+  v.values["trials"] = {20};
+  v.values["key_len"] = {double(kKeyLen)};
+  v.values["cue_len"] = {double(kCueLen)};
+  return v;
+}
+
+PasskeyProbeOptions passkey_options(const ProbeSubject& subject, const ProbeValues& v) {
+  PasskeyProbeOptions o;
+  o.lengths = v.integers("lengths");
+  o.depths = v.numbers("depths");
+  o.trials = v.integer("trials");
+  o.key_len = v.integer("key_len");
+  o.cue_len = v.integer("cue_len");
+  o.seed = v.seed;
+  o.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  o.scoring.precision = subject.precision;
+  return o;
+}
+
+std::vector<int32_t> candidates(const ProbeSubject& subject) {
+  // A char run without digits: its 10 rarest characters (a word run: 100 rarest words).
+  const bool chars = subject.vocab->kind() == TokenizerKind::kChar;
+  return passkey_candidates(*subject.vocab, *subject.ids, chars ? 10 : 100);
+}
+
+void passkey_check(const ProbeSubject& subject, const ProbeValues& v) {
+  const auto o = passkey_options(subject, v);
+  check_window_fits(subject, *std::max_element(o.lengths.begin(), o.lengths.end()),
+                    "passkey.lengths");
+  build_passkey_instances(*subject.ids, candidates(subject), o);  // every window can be built
+}
+
+ProbeRun passkey_run(const ProbeSubject& subject, const ProbeValues& v,
+                     const ProbeProgressFn& progress) {
+  const auto r = run_passkey_probe(*subject.model, *subject.ids, candidates(subject),
+                                   passkey_options(subject, v));
+  ProbeRun out;
+  out.detail = to_json(r);
+  for (const auto& c : r.cells) {
+    ProbeMetric m{fmt::format("key accuracy, depth {:g}", c.depth), "length", double(c.length),
+                  c.accuracy};
+    m.has_interval = c.accuracy_interval.valid;
+    m.lo = c.accuracy_interval.lo;
+    m.hi = c.accuracy_interval.hi;
+    m.grid = "key accuracy";
+    m.y_name = "depth";
+    m.grid_y = c.depth;
+    out.metrics.push_back(m);
+  }
+  for (const auto& c : r.cells) {
+    ProbeMetric m{fmt::format("key log-prob per token (nats), depth {:g}", c.depth), "length",
+                  double(c.length), c.token_logprob};
+    m.grid = "key log-prob per token";
+    m.y_name = "depth";
+    m.grid_y = c.depth;
+    out.metrics.push_back(m);
+  }
+  if (progress) progress(1.0);
+  return out;
+}
+
+}  // namespace
+
+Probe passkey_probe() {
+  Probe p;
+  p.name = "passkey";
+  p.description =
+      "teacher-forced passkey: a cue and a random key hidden at a depth of filler text, the cue "
+      "again at the end; accuracy (every key token the argmax) and log-probability of the key";
+  p.cost = "trials x depths x sum over lengths of L tokens forwarded";
+  p.options = {
+      {"lengths", 2, 1 << 24, true, true, "window lengths L (default: the evaluated lengths)"},
+      {"depths", 0, 1, false, true, "needle depths, 0 = first .. 1 = last (default 0,0.25,..,1)"},
+      {"trials", 1, 100000, true, false, "windows per (length, depth) cell (default 20)"},
+      {"key_len", 1, 64, true, false, "tokens of the key (default 5: digits for char runs)"},
+      {"cue_len", 1, 256, true, false, "tokens of the cue (default 8)"}};
+  p.defaults = passkey_defaults;
+  p.check = passkey_check;
+  p.run = passkey_run;
+  p.group = nullptr;
+  return p;
+}
+
+}  // namespace txl

@@ -1,0 +1,132 @@
+// The RECL probe on the registry (recl.h holds the definition, context_losses.h the
+// measurement): each run measures its loss table l(c, t); RECL exists over a group of
+// models (the runs of a compare, a study's groups at one seed) and is computed from the
+// members' tables.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+#include "txl/probe/context_losses.h"
+#include "txl/probe/probes.h"
+#include "txl/probe/recl.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+ProbeValues recl_defaults(const ProbeSubject& subject) {
+  const int64_t step = std::max<int64_t>(1, subject.config->train.tgt_len / 4);
+  ProbeValues v;
+  v.values["first"] = {double(step)};
+  v.values["step"] = {double(step)};
+  v.values["last"] = {double(std::max(step, longest_length(subject)))};
+  v.values["targets"] = {500};
+  v.values["ratios"] = {0.1, 0.5, 1.0};
+  v.values["threshold"] = {0.01};
+  return v;
+}
+
+ContextLossRequest loss_request(const ProbeSubject& subject, const ProbeValues& v) {
+  ContextLossRequest r;
+  r.contexts = context_grid(v.integer("first"), v.integer("step"), v.integer("last"));
+  r.targets = v.integer("targets");
+  r.seed = v.seed;
+  r.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  r.scoring.precision = subject.precision;
+  return r;
+}
+
+void recl_check(const ProbeSubject& subject, const ProbeValues& v) {
+  if (v.integer("first") > v.integer("last")) {
+    throw InputError(fmt::format("recl.first ({}) must be <= recl.last ({})", v.integer("first"),
+                                 v.integer("last")));
+  }
+  const auto r = loss_request(subject, v);
+  check_window_fits(subject, r.contexts.back(), "recl.last");
+  if (r.contexts.back() >= static_cast<int64_t>(subject.ids->size())) {
+    throw InputError(fmt::format("recl.last {} leaves no target in the split ({} tokens)",
+                                 r.contexts.back(), subject.ids->size()));
+  }
+}
+
+nlohmann::json table_json(const ContextLossTable& t) {
+  return {{"contexts", t.contexts},
+          {"targets", t.targets},
+          {"seed", t.seed},
+          {"losses", t.losses.at(0)},
+          {"mean_loss", mean_losses(t).at(0)}};
+}
+
+ContextLossTable table_from_json(const nlohmann::json& j, const std::string& name) {
+  ContextLossTable t;
+  t.models = {name};
+  t.contexts = j.at("contexts").get<std::vector<int64_t>>();
+  t.targets = j.at("targets").get<std::vector<int64_t>>();
+  t.seed = j.at("seed").get<uint64_t>();
+  t.losses = {j.at("losses").get<std::vector<std::vector<double>>>()};
+  return t;
+}
+
+ProbeRun recl_run(const ProbeSubject& subject, const ProbeValues& v,
+                  const ProbeProgressFn& progress) {
+  const auto table =
+      measure_context_losses(*subject.model, *subject.ids, loss_request(subject, v), "run");
+  ProbeRun out;
+  out.detail = table_json(table);
+  const auto means = mean_losses(table).at(0);
+  for (size_t k = 0; k < table.contexts.size(); ++k)
+    out.metrics.push_back({"mean NLL with exactly c tokens of context (nats)", "c",
+                           double(table.contexts[k]), means[k]});
+  if (progress) progress(1.0);
+  return out;
+}
+
+// Every member's RECL at each ratio and its relative gain at each step (Figure 3).
+std::vector<std::vector<ProbeMetric>> recl_group(const std::vector<nlohmann::json>& details,
+                                                 const ProbeValues& v) {
+  std::vector<ContextLossTable> tables;
+  for (size_t i = 0; i < details.size(); ++i)
+    tables.push_back(table_from_json(details[i], "member " + std::to_string(i + 1)));
+  ReclOptions options;
+  options.ratios = v.numbers("ratios");
+  options.threshold = v.number("threshold");
+  const ReclResult r = compute_recl(group_loss_tables(tables), options);
+  std::vector<std::vector<ProbeMetric>> out(details.size());
+  for (size_t i = 0; i < details.size(); ++i) {
+    for (const auto& curve : r.curves)
+      out[i].push_back({"RECL (tokens)", "r", curve.ratio, double(curve.recl[i])});
+    for (const auto& curve : r.curves) {
+      for (const auto& step : curve.steps)
+        out[i].push_back({fmt::format("relative gain from c to c + step, r = {:g}", curve.ratio),
+                          "c", double(step.from), step.relative_gain[i]});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Probe recl_probe() {
+  Probe p;
+  p.name = "recl";
+  p.description =
+      "RECL (Transformer-XL's relative effective context length) over the group of runs "
+      "compared: how far back more context still lowers the loss on the hardest top-r targets "
+      "by 1%, relative to the group's best model";
+  p.cost = "targets x sum over the grid of c tokens forwarded (each (c, t) its own window)";
+  p.options = {
+      {"first", 1, 1 << 24, true, false, "c_0, first context length (default T/4)"},
+      {"step", 1, 1 << 24, true, false, "Delta, grid step (default T/4)"},
+      {"last", 1, 1 << 24, true, false, "largest context (default: the longest evaluated length)"},
+      {"targets", 1, 1 << 20, true, false, "target positions sampled from the split (default 500)"},
+      {"ratios", 1e-6, 1, false, true, "r, fraction of hardest targets (default 0.1,0.5,1)"},
+      {"threshold", 0, 1, false, false, "relative gain that continues the search (default 0.01)"}};
+  p.defaults = recl_defaults;
+  p.check = recl_check;
+  p.run = recl_run;
+  p.group = recl_group;
+  return p;
+}
+
+}  // namespace txl

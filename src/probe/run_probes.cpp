@@ -1,0 +1,172 @@
+#include "txl/probe/run_probes.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "txl/util/text.h"
+
+namespace txl {
+
+std::vector<PlannedProbe> plan_probes(const ProbeRequest& request, const ProbeSubject& subject,
+                                      const std::string& where) {
+  std::vector<PlannedProbe> planned;
+  for (const auto& name : request.names) {
+    const Probe& probe = find_probe(name, where);
+    planned.push_back({&probe, resolve_probe_values(probe, request, subject, where)});
+  }
+  return planned;
+}
+
+std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
+                                    const ProbeSubject& subject, const std::string& label) {
+  std::vector<ProbeOutput> outputs;
+  for (const auto& p : planned) {
+    const auto start = std::chrono::steady_clock::now();
+    double last_shown = -1.0;
+    const auto progress = [&](double fraction) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s - last_shown < 2.0 && fraction < 1.0) return;
+      last_shown = s;
+      const double left = fraction > 0 ? s / fraction - s : 0.0;
+      fmt::print(stderr, "  {}probe {}: {:5.1f}%  {} elapsed, ~{} left\n", label, p.probe->name,
+                 100.0 * fraction, format_duration(s), format_duration(left));
+    };
+    ProbeOutput out;
+    out.name = p.probe->name;
+    out.values = p.values;
+    out.run = p.probe->run(subject, p.values, progress);
+    if (p.probe->group) {
+      // One run alone is a group of one: its group metrics beside its own (compare and
+      // study compute them over their groups instead).
+      auto alone = group_metrics(*p.probe, {&out});  // kept: the loop reads into it
+      for (auto& m : alone.at(0)) {
+        m.series += " [this run alone]";
+        out.run.metrics.push_back(m);
+      }
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print(stderr, "  {}probe {}: done in {}\n", label, out.name, format_duration(out.seconds));
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+nlohmann::json probes_to_json(const std::vector<ProbeOutput>& outputs) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& o : outputs) {
+    nlohmann::json metrics = nlohmann::json::array();
+    for (const auto& m : o.run.metrics) metrics.push_back(to_json(m));
+    j[o.name] = {{"options", to_json(o.values)},
+                 {"seconds", o.seconds},
+                 {"metrics", metrics},
+                 {"detail", o.run.detail}};
+  }
+  return j;
+}
+
+std::string format_probe_outputs(const std::vector<ProbeOutput>& outputs) {
+  std::string out;
+  for (const auto& o : outputs) {
+    out += fmt::format("probe {} ({}; seed {}; {}):\n", o.name,
+                       find_probe(o.name, "probe").description, o.values.seed,
+                       format_duration(o.seconds));
+    out += format_probe_metrics(o.name, o.run.metrics);
+  }
+  return out;
+}
+
+std::vector<std::vector<ProbeMetric>> group_metrics(
+    const Probe& probe, const std::vector<const ProbeOutput*>& members) {
+  if (!probe.group || members.empty()) return {};
+  std::vector<nlohmann::json> details;
+  for (const auto* m : members) details.push_back(m->run.detail);
+  return probe.group(details, members.front()->values);
+}
+
+ProbeComparison compare_probe_outputs(const std::vector<std::string>& run_names,
+                                      const std::vector<std::vector<ProbeOutput>>& outputs) {
+  ProbeComparison c;
+  c.runs = run_names;
+  if (outputs.empty()) return c;
+  for (size_t p = 0; p < outputs.front().size(); ++p) {
+    const Probe& probe = find_probe(outputs.front()[p].name, "probe");
+    c.probes.push_back(probe.name);
+    std::vector<const ProbeOutput*> members;
+    for (const auto& run : outputs) members.push_back(&run.at(p));
+    std::vector<std::vector<ProbeMetric>> per_run;
+    if (probe.group) {
+      per_run = group_metrics(probe, members);
+    } else {
+      for (const auto* m : members) per_run.push_back(m->run.metrics);
+    }
+    c.metrics.push_back(std::move(per_run));
+  }
+  return c;
+}
+
+namespace {
+
+// The (series, x) rows of one probe over every run, in the first run's order.
+std::vector<std::pair<std::string, double>> metric_rows(
+    const std::vector<std::vector<ProbeMetric>>& per_run) {
+  std::vector<std::pair<std::string, double>> rows;
+  for (const auto& run : per_run) {
+    for (const auto& m : run) {
+      const std::pair<std::string, double> key{m.series, m.x};
+      if (std::find(rows.begin(), rows.end(), key) == rows.end()) rows.push_back(key);
+    }
+  }
+  return rows;
+}
+
+const ProbeMetric* find_metric(const std::vector<ProbeMetric>& run, const std::string& series,
+                               double x) {
+  for (const auto& m : run) {
+    if (m.series == series && m.x == x) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string format_probe_comparison(const ProbeComparison& c) {
+  std::string out;
+  for (size_t p = 0; p < c.probes.size(); ++p) {
+    out += fmt::format("probe {}:\n{:<40}", c.probes[p], "");
+    for (const auto& run : c.runs) out += fmt::format(" {:>14.14}", run);
+    out += "\n";
+    std::string series;
+    for (const auto& [s, x] : metric_rows(c.metrics[p])) {
+      if (s != series) out += fmt::format("  {}\n", series = s);
+      const ProbeMetric* first = nullptr;
+      std::string cells;
+      for (const auto& run : c.metrics[p]) {
+        const ProbeMetric* m = find_metric(run, s, x);
+        if (!first) first = m;
+        cells += m ? fmt::format(" {:>14.4f}", m->value) : fmt::format(" {:>14}", "n/a");
+      }
+      out += fmt::format("    {:<36}{}\n", first ? fmt::format("{} = {:g}", first->x_name, x) : "",
+                         cells);
+    }
+  }
+  return out;
+}
+
+nlohmann::json to_json(const ProbeComparison& c) {
+  nlohmann::json probes = nlohmann::json::object();
+  for (size_t p = 0; p < c.probes.size(); ++p) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (size_t r = 0; r < c.metrics[p].size(); ++r) {
+      nlohmann::json metrics = nlohmann::json::array();
+      for (const auto& m : c.metrics[p][r]) metrics.push_back(to_json(m));
+      runs.push_back({{"run", r < c.runs.size() ? c.runs[r] : ""}, {"metrics", metrics}});
+    }
+    probes[c.probes[p]] = runs;
+  }
+  return probes;
+}
+
+}  // namespace txl

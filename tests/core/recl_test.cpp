@@ -1,0 +1,143 @@
+// RECL as a pure function over loss tables, against answers computed by hand from the
+// Transformer-XL paper's definition (recl.h), then the loss table of a real model: each
+// l(c, t) is the loss of that target in its own window, and a model that sees no context
+// has RECL = c_0.
+#include "txl/probe/recl.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+#include "txl/model/transformer.h"
+#include "txl/probe/context_losses.h"
+#include "txl/util/error.h"
+
+namespace txl {
+namespace {
+
+TEST(Recl, TopTargetsTakeTheCeilingOfRTimesNLargestTiesByIndex) {
+  EXPECT_EQ(top_count(0.1, 500), 50);
+  EXPECT_EQ(top_count(0.5, 5), 3);
+  EXPECT_EQ(top_count(1e-6, 5), 1);
+  EXPECT_EQ(top_count(1.0, 5), 5);
+  const std::vector<double> b = {1, 5, 3, 5, 2};
+  EXPECT_EQ(top_targets(b, 0.4), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(top_targets(b, 0.5), (std::vector<size_t>{1, 3, 2}));
+}
+
+// Two models, contexts 10, 20, 30, two targets (losses [model][context][target]).
+ContextLossTable hand_table() {
+  ContextLossTable t;
+  t.models = {"A", "B"};
+  t.contexts = {10, 20, 30};
+  t.targets = {100, 200};
+  t.losses = {{{2.0, 1.0}, {1.5, 1.0}, {1.5, 1.0}},   // A gains from 10 to 20 only
+              {{2.2, 1.2}, {2.2, 1.2}, {1.0, 0.9}}};  // B gains from 20 to 30 only
+  return t;
+}
+
+TEST(Recl, HandComputedTableFollowsTheBaselineTopRAndTheStoppingRule) {
+  const auto r = compute_recl(hand_table(), {{0.5, 1.0}, 0.01});
+  ASSERT_EQ(r.curves.size(), 2u);
+  // r = 0.5: T(10) = {target 0} (b = 2.0). A: f(10,10) = 2.0, f(10,20) = min(2.0, 1.5) = 1.5,
+  // g = 1 - e^-0.5 >= 0.01: on to 20; T(20) = {target 0} (b = 1.5), f = 1.5 both: g = 0,
+  // RECL_A = 20. B: f(10,20) = min(2.0, 2.2) = 2.0, g = 0: RECL_B = 10, although B would gain
+  // from 20 to 30 (the search stops at the first step below the threshold).
+  const auto& half = r.curves[0];
+  EXPECT_EQ(half.recl, (std::vector<int64_t>{20, 10}));
+  EXPECT_EQ(half.at_grid_end, (std::vector<bool>{false, false}));
+  ASSERT_EQ(half.steps.size(), 2u);
+  EXPECT_NEAR(half.steps[0].relative_gain[0], 1 - std::exp(-0.5), 1e-12);
+  EXPECT_NEAR(half.steps[0].gain[0], std::exp(2.0) - std::exp(1.5), 1e-12);
+  EXPECT_NEAR(half.steps[0].relative_gain[1], 0.0, 1e-12);
+  EXPECT_NEAR(half.steps[1].relative_gain[1], 1 - std::exp(-0.5), 1e-12);
+  // r = 1: T = both targets. A: f(10,10) = 1.5, f(10,20) = (1.5 + 1.0) / 2 = 1.25.
+  const auto& all = r.curves[1];
+  EXPECT_NEAR(all.steps[0].relative_gain[0], 1 - std::exp(-0.25), 1e-12);
+  EXPECT_EQ(all.recl, (std::vector<int64_t>{20, 10}));
+}
+
+TEST(Recl, ThresholdDecidesAndTheGridEndIsALowerBound) {
+  // A threshold above A's first gain (0.39) stops A at once.
+  EXPECT_EQ(compute_recl(hand_table(), {{0.5}, 0.5}).curves[0].recl[0], 10);
+  ContextLossTable t;
+  t.models = {"only"};
+  t.contexts = {4, 8, 12};
+  t.targets = {50};
+  t.losses = {{{3.0}, {2.0}, {1.0}}};
+  const auto curve = compute_recl(t, {{1.0}, 0.01}).curves[0];
+  EXPECT_EQ(curve.recl[0], 12);
+  EXPECT_TRUE(curve.at_grid_end[0]);
+}
+
+TEST(Recl, GroupsNeedTheSameContextsAndTargets) {
+  ContextLossTable a = hand_table(), b = hand_table();
+  a.models = {"A"};
+  a.losses.resize(1);
+  b.models = {"B"};
+  b.losses.erase(b.losses.begin());
+  EXPECT_EQ(group_loss_tables({a, b}).models, (std::vector<std::string>{"A", "B"}));
+  b.targets = {100, 201};
+  EXPECT_THROW(group_loss_tables({a, b}), InputError);
+  ContextLossTable broken = hand_table();
+  broken.losses[1].pop_back();
+  EXPECT_THROW(check_loss_table(broken), std::invalid_argument);
+  EXPECT_EQ(context_grid(16, 16, 64), (std::vector<int64_t>{16, 32, 48, 64}));
+  EXPECT_EQ(context_grid(5, 10, 30), (std::vector<int64_t>{5, 15, 25}));
+}
+
+std::vector<int32_t> random_ids(int64_t n, int64_t vocab) {
+  torch::manual_seed(11);
+  const auto t = torch::randint(vocab, {n}, torch::kInt32);
+  return {t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + n};
+}
+
+TEST(Recl, EachLossIsItsTargetScoredWithExactlyCTokensBeforeIt) {
+  constexpr int64_t kVocab = 13;
+  torch::manual_seed(5);
+  TransformerLM model(testing::tiny_model(PosEncoding::kRelative), kVocab);
+  const auto ids = random_ids(200, kVocab);
+  ContextLossRequest req;
+  req.contexts = {3, 7, 11};
+  req.targets = 6;
+  req.seed = 9;
+  const auto table = measure_context_losses(model, ids, req, "rel");
+  ASSERT_EQ(table.targets.size(), 6u);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < table.contexts.size(); ++k) {
+    for (size_t j = 0; j < table.targets.size(); ++j) {
+      const int64_t c = table.contexts[k], t = table.targets[j];
+      ASSERT_GE(t, 11);
+      const auto w = torch::tensor(std::vector<int64_t>(ids.begin() + (t - c), ids.begin() + t + 1))
+                         .unsqueeze(0);  // [1, c + 1]
+      ForwardOptions f;
+      f.targets = w.narrow(1, 1, c);
+      const auto nll = model->forward(w.narrow(1, 0, c), Memory{}, f).nll;  // [1, c]
+      EXPECT_NEAR(table.losses[0][k][j], nll[0][c - 1].item<double>(), 1e-5) << c << " " << t;
+    }
+  }
+  // Same seed, same targets: two machines score the same instances.
+  EXPECT_EQ(measure_context_losses(model, ids, req, "again").targets, table.targets);
+}
+
+TEST(Recl, AModelThatSeesNoContextHasReclAtTheFirstContext) {
+  constexpr int64_t kVocab = 13;
+  torch::manual_seed(5);
+  TransformerLM blind(testing::tiny_model(PosEncoding::kNope), kVocab);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& block : *blind->blocks) block->as<Block>()->attn->out->weight.zero_();
+  }
+  const auto ids = random_ids(300, kVocab);
+  ContextLossRequest req;
+  req.contexts = context_grid(4, 4, 32);
+  req.targets = 40;
+  auto table = measure_context_losses(blind, ids, req, "blind");
+  const auto r = compute_recl(table, {});
+  for (const auto& curve : r.curves) EXPECT_EQ(curve.recl[0], 4) << curve.ratio;
+}
+
+}  // namespace
+}  // namespace txl
