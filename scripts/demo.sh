@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end demo: builds txl, makes the KJV corpus and runs a small study: char-level models
 # that differ only in model.pos_encoding (relative vs absolute), three seeds each, evaluated
-# at lengths 32 to 512 (trained at 64) with seed-level intervals and a report.
+# at lengths 32 to 512 (trained at 64) with seed-level intervals, the copy-distance probe
+# (does the model use context d tokens back?) and a report, whose main tables it prints.
 #
 # Usage: scripts/demo.sh
 # Environment:
@@ -48,6 +49,13 @@ phase_done corpus
 # model this small). Running the demo again reuses every finished cell.
 "$txl" study --config "$study" --out "$out" --jobs 2
 phase_done "study (6 cells)"
+
+# The report's main tables on the terminal: perplexity per protocol and the probes' tables
+# (images and prose left to report.md).
+echo
+awk '/^## (Perplexity|Does the model use the context)/ { show = 1 }
+     /^## / && !/^## (Perplexity|Does the model use the context)/ { show = 0 }
+     show && !/^!\[/ && !/^\(.*not drawn/' "$out/report.md"
 echo "[demo] report: $out/report.md, numbers: $out/results.json, plots: $out/plots/"
 
 printf '%s\n' "${summary[@]}"

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   txl::setup_sample(app, exit_code);
   txl::setup_encodings(app, exit_code);
   txl::setup_study(app, exit_code);
+  txl::setup_protocols(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 #include "txl/cli/eval_options.h"
 #include "txl/eval/compare_runs.h"
 #include "txl/platform/runtime.h"
+#include "txl/probe/run_probes.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 
@@ -62,18 +63,45 @@ int run_compare(const CompareCommandOptions& o) {
   }
   check_output_path(svg_beside(o.plot_path), "--plot's .svg");
   check_distinct_outputs(o);
+  const ProbeRequest probe_request = check_probe_options(o);
   set_threads(o.threads);
-  const auto [c, stats] = compare_runs({plan, o.run_dirs});
+  CompareOptions options{plan, o.run_dirs, {}, {}};
+  std::vector<std::vector<PlannedProbe>> planned(o.run_dirs.size());
+  std::vector<std::vector<ProbeOutput>> probes(o.run_dirs.size());
+  if (!probe_request.names.empty()) {
+    options.check_run = [&](const LoadedEval& loaded, size_t r) {
+      planned[r] = plan_probes(probe_request, probe_subject(loaded, plan.settings.precision),
+                               "--probes (run " + o.run_dirs[r] + ")");
+    };
+    options.after_run = [&](const LoadedEval& loaded, size_t r) {
+      probes[r] = run_probes(planned[r], probe_subject(loaded, plan.settings.precision),
+                             o.run_dirs[r] + ": ");
+    };
+  }
+  const auto [c, stats] = compare_runs(options);
+  ProbeComparison probe_table;
+  if (!probe_request.names.empty()) {
+    std::vector<std::string> names;
+    for (const auto& run : c.runs) names.push_back(run.name);
+    probe_table = compare_probe_outputs(names, probes);
+  }
 
   // Table and JSON first, so a missing plotting tool loses nothing.
   fmt::print("{}", format_comparison_table(c));
+  fmt::print("{}", format_probe_comparison(probe_table));
   if (stats.unknown > 0) {
     fmt::print(
         "note: {} of {} tokens in {} are not in the runs' vocabulary and were scored as <unk>\n",
         stats.unknown, stats.tokens, c.split);
   }
   if (!o.json_path.empty()) {
-    write_output_file(o.json_path, "--json", comparison_to_json(c).dump(2) + "\n");
+    auto json = comparison_to_json(c);
+    if (!probe_request.names.empty()) {
+      json["probes"] = to_json(probe_table);
+      json["probe_runs"] = nlohmann::json::array();
+      for (const auto& run : probes) json["probe_runs"].push_back(probes_to_json(run));
+    }
+    write_output_file(o.json_path, "--json", json.dump(2) + "\n");
     fmt::print("wrote {}\n", o.json_path);
   }
   if (!o.plot_path.empty()) {

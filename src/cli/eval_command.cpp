@@ -7,6 +7,7 @@
 #include "txl/cli/eval_options.h"
 #include "txl/eval/run_eval.h"
 #include "txl/platform/runtime.h"
+#include "txl/probe/run_probes.h"
 
 namespace txl {
 
@@ -19,17 +20,33 @@ struct EvalCommandOptions : EvalCliOptions {
 int run_eval(const EvalCommandOptions& o) {
   // Every option before any work, so bad input writes nothing.
   const EvalPlan plan = check_eval_options(o);
+  const ProbeRequest probe_request = check_probe_options(o);
   set_threads(o.threads);
-  const auto [report, stats] = evaluate_run({plan, o.run_dir});
+  RunEvalOptions options{plan, o.run_dir, {}};
+  std::vector<PlannedProbe> planned;
+  std::vector<ProbeOutput> probes;
+  if (!probe_request.names.empty()) {
+    options.extension.check = [&](const LoadedEval& loaded) {
+      planned =
+          plan_probes(probe_request, probe_subject(loaded, plan.settings.precision), "--probes");
+    };
+    options.extension.run = [&](const LoadedEval& loaded) {
+      probes = run_probes(planned, probe_subject(loaded, plan.settings.precision), "");
+    };
+  }
+  const auto [report, stats] = evaluate_run(options);
 
   fmt::print("{}", format_report_table(report));
+  fmt::print("{}", format_probe_outputs(probes));
   if (stats.unknown > 0) {
     fmt::print(
         "note: {} of {} tokens in {} are not in the run's vocabulary and were scored as <unk>\n",
         stats.unknown, stats.tokens, report.split);
   }
   if (!o.json_path.empty()) {
-    write_output_file(o.json_path, "--json", report_to_json(report).dump(2) + "\n");
+    auto json = report_to_json(report);
+    if (!probes.empty()) json["probes"] = probes_to_json(probes);
+    write_output_file(o.json_path, "--json", json.dump(2) + "\n");
     fmt::print("wrote {}\n", o.json_path);
   }
   return 0;

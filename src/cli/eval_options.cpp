@@ -6,17 +6,31 @@
 
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
+#include "txl/eval/protocol.h"
 #include "txl/platform/device.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
+
+namespace {
+
+// "nonoverlap | sliding | memory", then each protocol's description and cost (txl protocols).
+std::string method_help() {
+  std::string out = join(eval_protocol_names(), " | ") + " (default nonoverlap):";
+  for (const auto& p : eval_protocols())
+    out += fmt::format("\n  {}: {} ({})", p.name, p.description, p.cost);
+  return out;
+}
+
+}  // namespace
 
 void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& help) {
   cmd->add_option("--split", o.split,
                   "valid or test (default: " + help.defaults_from + " eval.split)");
   cmd->add_option("--lengths", o.lengths,
                   "Comma-separated lengths (default: " + help.defaults_from + " eval.lengths)");
-  cmd->add_option("--method", o.method, "nonoverlap | sliding | memory");
+  cmd->add_option("--method", o.method, method_help());
   cmd->add_option("--stride", o.stride, "sliding: window advance, 1 to L (default L/2)");
   cmd->add_option("--mem-len", o.mem_len,
                   "memory: memory length, >= 0 (0 = none; default: the evaluated length)");
@@ -39,27 +53,42 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_flag("--per-position", o.per_position,
                 "Also show mean NLL per position inside the window");
   cmd->add_flag("--no-cache", o.no_cache, help.cache);
+  cmd->add_option("--probes", o.probes,
+                  "Also run these probes of context use, comma-separated: " + join(probe_names()) +
+                      " (txl protocols lists them with their options)");
+  cmd->add_option("--probe-set", o.probe_sets,
+                  "A probe option, PROBE.KEY=V[,V...] (repeatable), e.g. copy.distances=32,64");
+  cmd->add_option("--probe-seed", o.probe_seed,
+                  "Seed the probes' instances are drawn with (default 1; recorded in the output)");
   cmd->add_option("--json", o.json_path, help.json);
 }
 
 namespace {
 
-// A flag that only `method` reads, given with another method: refused naming both.
-void check_method_flag(bool given, const std::string& flag, EvalMethod method,
-                       const EvalCliOptions& o) {
-  if (!given || parse_eval_method(o.method) == method) return;
-  throw InputError(flag + " applies to --method " + to_string(method) + " only, but --method is " +
-                   o.method + "; leave " + flag + " out or use --method " + to_string(method));
+// A flag that only another protocol reads, given with this one: refused naming both.
+void check_protocol_flags(const EvalCliOptions& o, EvalMethod method) {
+  const std::pair<const char*, bool> given[] = {{"--stride", o.stride.has_value()},
+                                                {"--mem-len", o.mem_len.has_value()},
+                                                {"--streams", o.streams.has_value()}};
+  for (const auto& p : eval_protocols()) {
+    if (p.id == method) continue;
+    for (const auto& option : p.options) {
+      for (const auto& [flag, is_given] : given) {
+        if (!is_given || std::string(flag) != option.flag) continue;
+        throw InputError(std::string(flag) + " applies to --method " + p.name +
+                         " only, but --method is " + o.method + "; leave " + flag +
+                         " out or use --method " + p.name);
+      }
+    }
+  }
 }
 
 }  // namespace
 
 EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   EvalPlan c;
-  c.settings.method = parse_eval_method(o.method);
-  check_method_flag(o.stride.has_value(), "--stride", EvalMethod::kSliding, o);
-  check_method_flag(o.mem_len.has_value(), "--mem-len", EvalMethod::kMemory, o);
-  check_method_flag(o.streams.has_value(), "--streams", EvalMethod::kMemory, o);
+  c.settings.method = parse_eval_method(o.method, "--method");
+  check_protocol_flags(o, c.settings.method);
   c.settings.precision = parse_precision(o.precision, "--precision");
   // Given values must mean what they say; the defaults are asked for by leaving a flag out.
   if (o.stride && *o.stride < 1) {
@@ -107,6 +136,28 @@ EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   c.read_cache = !o.no_cache;
   c.per_position = o.per_position;
   return c;
+}
+
+ProbeRequest check_probe_options(const EvalCliOptions& o) {
+  if (o.probe_seed < 0)
+    throw InputError("--probe-seed " + std::to_string(o.probe_seed) + " must be >= 0");
+  if (!o.probes) {
+    if (!o.probe_sets.empty())
+      throw InputError("--probe-set " + o.probe_sets.front() + " needs --probes naming the probe");
+    return {};
+  }
+  return parse_probe_request(*o.probes, o.probe_sets, static_cast<uint64_t>(o.probe_seed));
+}
+
+ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision) {
+  ProbeSubject s;
+  s.model = &loaded.run.model;
+  s.ids = &loaded.ids;
+  s.vocab = &loaded.run.vocab;
+  s.config = &loaded.run.config;
+  s.lengths = loaded.lengths;
+  s.precision = precision;
+  return s;
 }
 
 }  // namespace txl

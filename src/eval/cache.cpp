@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "txl/eval/protocol.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
 
@@ -43,32 +44,30 @@ uint64_t checksum_ids(const std::vector<int32_t>& ids) {
 
 nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                               const EvalRequest& r) {
-  const bool memory = r.method == EvalMethod::kMemory;
-  return {{"version", kCacheVersion},
-          {"split", s.split},
-          {"split_checksum", hex64(s.split_checksum)},
-          {"checkpoint", s.checkpoint},
-          {"checkpoint_step", s.checkpoint_step},
-          {"checkpoint_checksum", hex64(s.checkpoint_checksum)},
-          {"method", to_string(r.method)},
-          {"length", r.length},
-          {"stride", effective_stride(r)},
-          {"mem_len", memory ? r.mem_len : 0},
-          {"streams", memory ? r.streams : 0},
-          {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
-          {"max_tokens", r.max_tokens},
-          {"precision", to_string(r.precision)},
-          {"position_buckets", r.position_buckets},
-          {"aid", to_string(r.aid)},
-          {"aid_factor", r.aid_factor},
-          {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}};
+  nlohmann::json key = {{"version", kCacheVersion},
+                        {"split", s.split},
+                        {"split_checksum", hex64(s.split_checksum)},
+                        {"checkpoint", s.checkpoint},
+                        {"checkpoint_step", s.checkpoint_step},
+                        {"checkpoint_checksum", hex64(s.checkpoint_checksum)},
+                        {"method", to_string(r.method)},
+                        {"length", r.length},
+                        {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
+                        {"max_tokens", r.max_tokens},
+                        {"precision", to_string(r.precision)},
+                        {"position_buckets", r.position_buckets},
+                        {"aid", to_string(r.aid)},
+                        {"aid_factor", r.aid_factor},
+                        {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}};
+  eval_protocol(r.method).cache_key(r, key);  // its settings: stride, mem_len, streams
+  return key;
 }
 
 std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k) {
   std::string name = fmt::format("{}-{}-L{}", k.at("split").get<std::string>(),
                                  k.at("method").get<std::string>(), k.at("length").get<int64_t>());
   if (k.at("stride").get<int64_t>() > 0) name += fmt::format("-S{}", k.at("stride").get<int64_t>());
-  if (k.at("method") == "memory") {
+  if (k.at("streams").get<int64_t>() > 0) {  // a protocol with memory streams
     name += fmt::format("-M{}-B{}", k.at("mem_len").get<int64_t>(), k.at("streams").get<int64_t>());
   }
   name += fmt::format("-C{}-T{}-{}-P{}-{}-step{}.json", k.at("clamp_len").get<int64_t>(),

@@ -12,6 +12,7 @@
 #include "txl/eval/cache.h"
 #include "txl/eval/eval_memory.h"
 #include "txl/eval/progress.h"
+#include "txl/eval/protocol.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
@@ -79,8 +80,7 @@ void plan_requests(ComparedRuns& c) {
   c.supported.assign(c.runs.size(), false);
   c.skipped.assign(c.runs.size(), {});
   for (size_t r = 0; r < c.runs.size(); ++r) {
-    c.supported[r] =
-        c.specs[r].settings.method != EvalMethod::kMemory || c.runs[r].model->has_memory();
+    c.supported[r] = method_unavailable(c.runs[r].config.model, c.specs[r].settings.method).empty();
     if (!c.supported[r]) continue;
     for (const int64_t length : c.lengths) {
       const auto request = request_for(c, r, length);
@@ -89,9 +89,10 @@ void plan_requests(ComparedRuns& c) {
     }
   }
   if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; })) {
-    throw InputError(
-        "--method memory needs an encoding with memory; none of the runs has one (use nonoverlap "
-        "or sliding)");
+    const EvalMethod method = c.specs[0].settings.method;
+    throw InputError("--method " + to_string(method) + " does not apply to any of the runs (" +
+                     method_unavailable(c.runs[0].config.model, method) +
+                     "): it needs an encoding with memory; use nonoverlap or sliding");
   }
 }
 
@@ -220,6 +221,8 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   TokenCacheWrites cache_writes;  // kept until every run's split has passed its checks
   const auto splits = load_splits(runs, out.stats, cache_writes);
   check_runs_fit(runs, splits);
+  for (size_t r = 0; r < runs.runs.size() && o.check_run; ++r)
+    o.check_run({runs.runs[r], splits.at(runs.runs[r].config.data.dir), runs.lengths}, r);
   cache_writes.commit();
 
   Comparison& c = out.comparison;
@@ -234,6 +237,8 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   for (size_t r = 0; r < runs.runs.size(); ++r) {
     c.runs.push_back(evaluate_column(runs, r, splits.at(runs.runs[r].config.data.dir), o));
   }
+  for (size_t r = 0; r < runs.runs.size() && o.after_run; ++r)
+    o.after_run({runs.runs[r], splits.at(runs.runs[r].config.data.dir), runs.lengths}, r);
   return out;
 }
 

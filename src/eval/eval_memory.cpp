@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "txl/eval/protocol.h"
 #include "txl/model/position_score.h"
 #include "txl/platform/resources.h"
 #include "txl/util/error.h"
@@ -14,8 +15,6 @@ namespace {
 
 constexpr double kFp32Bytes = 4.0;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 int64_t scored_targets(const EvalRequest& request, int64_t split_tokens) {
@@ -23,27 +22,10 @@ int64_t scored_targets(const EvalRequest& request, int64_t split_tokens) {
   return request.max_tokens > 0 ? std::min(targets, request.max_tokens) : targets;
 }
 
-// Mirrors evaluate.cpp: windows of equal length grouped batch_tokens / L to a pass; memory
-// runs all streams at once, the last one (which takes the remainder) possibly longer.
+// What the protocol's plan forwards at most in one pass (protocol.h).
 EvalPassShape largest_eval_pass(const EvalRequest& r, int64_t targets) {
-  EvalPassShape s;
-  if (targets < 1 || r.length < 1) return s;
-  if (r.method == EvalMethod::kMemory) {
-    const int64_t streams = std::max<int64_t>(1, std::min(r.streams, targets));
-    const int64_t last_len = targets - (targets / streams) * (streams - 1);
-    s.batch = streams;
-    s.queries = std::min(r.length, last_len);
-    s.keys = s.queries + std::min(r.mem_len, last_len);
-    return s;
-  }
-  const int64_t per_batch = std::max<int64_t>(1, r.batch_tokens / r.length);
-  s.queries = std::min(r.length, targets);
-  const int64_t windows = r.method == EvalMethod::kNonOverlap
-                              ? ceil_div(targets, r.length)
-                              : 1 + ceil_div(targets - s.queries, effective_stride(r));
-  s.batch = std::min(per_batch, windows);
-  s.keys = s.queries;
-  return s;
+  if (targets < 1 || r.length < 1) return {};
+  return eval_protocol(r.method).largest_pass(r, targets);
 }
 
 EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size,
@@ -79,17 +61,9 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
 void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
   constexpr double kGB = 1e9;
-  const std::string pass =
-      r.method == EvalMethod::kMemory
-          ? fmt::format("{} streams x {} tokens with {} of memory", e.pass.batch, e.pass.queries,
-                        e.pass.keys - e.pass.queries)
-          : fmt::format("{} window{} of {} tokens", e.pass.batch, e.pass.batch == 1 ? "" : "s",
-                        e.pass.queries);
-  const std::string hint =
-      r.method == EvalMethod::kMemory
-          ? "evaluate shorter lengths, or use fewer --streams or a shorter --mem-len"
-          : (e.pass.batch > 1 ? "evaluate shorter lengths or lower eval.batch_tokens of the run"
-                              : "evaluate shorter lengths");
+  const EvalProtocol& protocol = eval_protocol(r.method);
+  const std::string pass = protocol.describe_pass(e.pass);
+  const std::string hint = protocol.memory_hint(e.pass);
   throw InputError(fmt::format(
       "evaluating at length {} ({}) needs about {:.1f} GB of memory ({:.1f} GB of hidden "
       "states, {:.1f} GB of attention scores, {:.1f} GB of logits, {:.1f} GB of memory) but "

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "txl/eval/eval_memory.h"
+#include "txl/eval/protocol.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
@@ -121,131 +122,52 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   return out.nll.to(torch::kCPU);  // [B, Q - score_from], read by the scorer on the CPU
 }
 
-// Windows [start, start + len) of inputs with targets shifted by one; scored from `skip`.
-struct Window {
-  int64_t start;
-  int64_t len;
-  int64_t skip;
-};
-
-void score_windows(TransformerLM& model, const torch::Tensor& stream,
-                   const std::vector<Window>& windows, const EvalRequest& request, Scorer& scorer,
-                   const EvalProgressFn& callback) {
-  int64_t tokens = 0;
-  for (const auto& w : windows) tokens += w.len;
-  Progress progress(callback, static_cast<int64_t>(windows.size()), tokens,
-                    model->config().n_layer);
-  const int64_t per_batch =
-      std::max<int64_t>(1, request.batch_tokens / std::max<int64_t>(1, request.length));
-  size_t i = 0;
-  while (i < windows.size()) {
-    // Group consecutive windows of equal length into one batch.
-    size_t j = i + 1;
-    while (j < windows.size() && static_cast<int64_t>(j - i) < per_batch &&
-           windows[j].len == windows[i].len)
-      ++j;
-    std::vector<torch::Tensor> in, tg;
-    int64_t skip = windows[i].skip;  // positions every window of the batch leaves unscored
-    for (size_t w = i; w < j; ++w) {
-      in.push_back(stream.narrow(0, windows[w].start, windows[w].len));
-      tg.push_back(stream.narrow(0, windows[w].start + 1, windows[w].len));
-      skip = std::min(skip, windows[w].skip);
-    }
-    // Unscored positions were scored by an earlier window: they are context here, and the
-    // output layer and the last block skip them.
-    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), {}, request, nullptr,
-                             progress, skip);  // [b, L - skip]
-    for (size_t w = i; w < j; ++w) {
-      const auto& win = windows[w];
-      scorer.add_window(nll[w - i].narrow(0, win.skip - skip, win.len - win.skip), win.skip);
-    }
-    i = j;
+// The memory a pass of `rows` rows continues: the last rows of the previous pass's memory
+// (a pass with fewer rows continues the last streams).
+Memory continued_memory(const Memory& memory, int64_t rows) {
+  Memory out = memory;
+  for (auto& layer : out.layers) {
+    if (layer.defined() && layer.size(0) > rows)
+      layer = layer.narrow(0, layer.size(0) - rows, rows);
   }
+  return out;
 }
 
-// One pass of the memory method: segment [pos, pos + len) of streams first..streams-1.
-struct MemoryPass {
-  int64_t pos;
-  int64_t len;
-  int64_t first;
-};
-
-// Stream b scores targets [b*T, (b+1)*T); the last stream also takes the remainder and goes
-// on alone once the others are done.
-std::vector<MemoryPass> memory_passes(int64_t streams, int64_t n_targets, int64_t length) {
-  const int64_t per = n_targets / streams;
-  const int64_t last_len = n_targets - per * (streams - 1);
-  std::vector<MemoryPass> passes;
-  for (int64_t pos = 0; pos < last_len;) {
-    const bool all_streams = pos < per;
-    const int64_t len = std::min(length, (all_streams ? per : last_len) - pos);
-    passes.push_back({pos, len, all_streams ? 0 : streams - 1});
-    pos += len;
+// Runs the plan's passes in order and adds each row's scored positions to the scorer.
+void run_plan(TransformerLM& model, const torch::Tensor& stream, const PassPlan& plan,
+              const EvalRequest& request, Scorer& scorer, const EvalProgressFn& callback) {
+  int64_t rows = 0, tokens = 0;
+  for (const auto& pass : plan.passes) {
+    rows += static_cast<int64_t>(pass.rows.size());
+    for (const auto& row : pass.rows) tokens += row.len;
   }
-  return passes;
-}
-
-// The block [first, end) of `count` items that shard `shard` of `shards` takes.
-std::pair<int64_t, int64_t> shard_block(int64_t count, const EvalRequest& r) {
-  return {count * r.shard / r.shards, count * (r.shard + 1) / r.shards};
-}
-
-void evaluate_memory(TransformerLM& model, const torch::Tensor& stream, int64_t n_targets,
-                     const EvalRequest& request, Scorer& scorer, const EvalProgressFn& callback) {
-  const int64_t streams = std::max<int64_t>(1, std::min(request.streams, n_targets));
-  const int64_t per = n_targets / streams;
-  const auto passes = memory_passes(streams, n_targets, request.length);
-  // This shard's streams [b0, b1); memory holds their rows in that order.
-  const auto [b0, b1] = shard_block(streams, request);
-  int64_t windows = 0;
-  for (const auto& p : passes) windows += std::max<int64_t>(0, b1 - std::max(p.first, b0));
-  Progress progress(callback, windows, n_targets, model->config().n_layer);
+  Progress progress(callback, rows, tokens, model->config().n_layer);
   Memory memory;
-  for (const auto& p : passes) {
-    const int64_t first = std::max(p.first, b0);
-    if (first >= b1) continue;
-    if (p.first > 0 && p.pos == per) {  // only the last stream goes on
-      for (auto& layer : memory.layers) layer = layer.narrow(0, streams - 1 - b0, 1);
-    }
+  for (const auto& pass : plan.passes) {
     std::vector<torch::Tensor> in, tg;
-    for (int64_t b = first; b < b1; ++b) {
-      in.push_back(stream.narrow(0, b * per + p.pos, p.len));
-      tg.push_back(stream.narrow(0, b * per + p.pos + 1, p.len));
+    int64_t skip = pass.rows.front().skip;  // positions every row of the pass leaves unscored
+    for (const auto& row : pass.rows) {
+      in.push_back(stream.narrow(0, row.start, row.len));
+      tg.push_back(stream.narrow(0, row.start + 1, row.len));
+      skip = std::min(skip, row.skip);
     }
+    // Unscored positions were scored by an earlier row: they are context here, and the
+    // output layer and the last block skip them.
+    const int64_t n_rows = static_cast<int64_t>(pass.rows.size());
     Memory next;
-    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), memory, request, &next,
-                             progress);  // [b, Q]
-    memory = std::move(next);
-    for (int64_t b = 0; b < nll.size(0); ++b) scorer.add_window(nll[b], 0);
+    const Memory context = plan.carries_memory ? continued_memory(memory, n_rows) : Memory{};
+    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), context, request,
+                             plan.carries_memory ? &next : nullptr, progress,
+                             skip);  // [R, W - skip]
+    if (plan.carries_memory) memory = std::move(next);
+    for (int64_t i = 0; i < n_rows; ++i) {
+      const auto& row = pass.rows[i];
+      scorer.add_window(nll[i].narrow(0, row.skip - skip, row.len - row.skip), row.skip);
+    }
   }
 }
 
 }  // namespace
-
-std::string to_string(EvalMethod method) {
-  switch (method) {
-    case EvalMethod::kNonOverlap:
-      return "nonoverlap";
-    case EvalMethod::kSliding:
-      return "sliding";
-    case EvalMethod::kMemory:
-      return "memory";
-  }
-  return "?";
-}
-
-EvalMethod parse_eval_method(const std::string& name) {
-  if (name == "nonoverlap") return EvalMethod::kNonOverlap;
-  if (name == "sliding") return EvalMethod::kSliding;
-  if (name == "memory") return EvalMethod::kMemory;
-  throw InputError("--method \"" + name +
-                   "\" is not valid; expected one of nonoverlap, sliding, memory");
-}
-
-int64_t effective_stride(const EvalRequest& request) {
-  if (request.method != EvalMethod::kSliding) return 0;
-  return request.stride > 0 ? request.stride : std::max<int64_t>(1, request.length / 2);
-}
 
 int64_t training_length(const Config& config) {
   const bool memory = encoding_traits(config.model.pos_encoding).takes_memory;
@@ -308,18 +230,13 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
   if (r.length < 1)
     throw InputError("evaluation length must be a positive integer, got " +
                      std::to_string(r.length));
-  if (r.method == EvalMethod::kSliding && (r.stride < 0 || r.stride > r.length)) {
-    throw InputError("--stride " + std::to_string(r.stride) +
-                     " must be between 1 and the window length " + std::to_string(r.length));
+  const std::string inapplicable = method_unavailable(model->config(), r.method);
+  if (!inapplicable.empty()) {
+    throw InputError("--method " + to_string(r.method) + " does not apply to this run: its " +
+                     "model.pos_encoding " + inapplicable + " (use nonoverlap or sliding)");
   }
-  if (r.method == EvalMethod::kMemory && !model->has_memory()) {
-    throw InputError(
-        "--method memory needs an encoding with memory; this run uses model.pos_encoding = " +
-        to_string(model->config().pos_encoding) + " (use nonoverlap or sliding)");
-  }
+  eval_protocol(r.method).check(r);
   check_aid(model->config(), r);
-  if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
-  if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
   if (r.shards < 1 || r.shard < 0 || r.shard >= r.shards) {
     throw std::invalid_argument("evaluation shard " + std::to_string(r.shard) + " of " +
                                 std::to_string(r.shards) + " does not exist");
@@ -345,14 +262,13 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   auto stream = torch::from_blob(const_cast<int32_t*>(ids.data()), {n_targets + 1}, torch::kInt32)
                     .to(model->device(), torch::kInt64);  // [N]
 
+  const EvalProtocol& protocol = eval_protocol(request.method);
   EvalResult result;
   result.method = request.method;
   result.aid = request.aid;
   result.aid_factor = request.aid_factor;
   result.length = request.length;
-  result.mem_len = request.method == EvalMethod::kMemory ? request.mem_len : 0;
-  result.streams = request.method == EvalMethod::kMemory ? std::min(request.streams, n_targets) : 0;
-  result.stride = effective_stride(request);
+  protocol.fill_result(request, n_targets, result);
   Scorer scorer(result, request.length, request.position_buckets);
 
   // Restores the caller's train/eval mode on every exit path.
@@ -364,30 +280,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   model->eval();
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(request.precision, model->device());
-  const int64_t len = request.length;
-  if (request.method == EvalMethod::kMemory) {
-    evaluate_memory(model, stream, n_targets, request, scorer, progress);
-  } else {
-    std::vector<Window> windows;
-    if (request.method == EvalMethod::kNonOverlap) {
-      for (int64_t s = 0; s < n_targets; s += len)
-        windows.push_back({s, std::min(len, n_targets - s), 0});
-    } else {
-      const int64_t stride = result.stride;
-      // First window scored whole; window ending at e scores targets [e - stride, e).
-      const int64_t first = std::min(len, n_targets);
-      windows.push_back({0, first, 0});
-      for (int64_t end = first + stride; end - stride < n_targets; end += stride) {
-        const int64_t e = std::min(end, n_targets);
-        const int64_t start = std::max<int64_t>(0, e - len);
-        const int64_t scored = e - (end - stride);
-        windows.push_back({start, e - start, e - start - scored});
-      }
-    }
-    const auto [w0, w1] = shard_block(static_cast<int64_t>(windows.size()), request);
-    windows = std::vector<Window>(windows.begin() + w0, windows.begin() + w1);
-    score_windows(model, stream, windows, request, scorer, progress);
-  }
+  run_plan(model, stream, protocol.plan(request, n_targets), request, scorer, progress);
   scorer.finish();
   return result;
 }

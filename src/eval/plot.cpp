@@ -12,9 +12,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "txl/util/fs.h"
+#include "txl/util/text.h"
 
 extern char** environ;
 
@@ -213,7 +215,16 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
          output_script(plot_command(spec, data_path), png_path, svg_path);
 }
 
-void write_plot(const PlotSpec& spec, const std::string& png_path, const std::string& svg_path) {
+namespace {
+
+// Writes the data (write_data fills the file it is given), runs gnuplot on the script made
+// for that data and the temporary images, and moves the images into place only when both
+// were drawn: a failed run leaves no partial image behind.
+void draw_with_gnuplot(
+    const std::function<void(std::ostream&)>& write_data,
+    const std::function<std::string(const std::string& data, const std::string& png,
+                                    const std::string& svg)>& script_for,
+    const std::string& png_path, const std::string& svg_path) {
   const std::string gnuplot = find_on_path("gnuplot");
   if (gnuplot.empty()) {
     throw PlotToolMissing("cannot draw " + png_path +
@@ -226,19 +237,9 @@ void write_plot(const PlotSpec& spec, const std::string& png_path, const std::st
   const std::string tmp_png = tmp.path + "/plot.png",
                     tmp_svg = svg_path.empty() ? "" : tmp.path + "/plot.svg";
   {
-    // One data block per series; blocks are separated by two blank lines (gnuplot `index`).
     std::ofstream out(data);
-    for (const auto& series : spec.series) {
-      out << "# " << series.label << "\n";
-      for (size_t i = 0; i < series.x.size(); ++i) {
-        out << series.x[i] << ' ' << fmt::format("{:.10g}", series.y[i]);
-        if (!series.lo.empty())
-          out << ' ' << fmt::format("{:.10g} {:.10g}", series.lo[i], series.hi[i]);
-        out << '\n';
-      }
-      out << "\n\n";
-    }
-    std::ofstream(script) << gnuplot_script(spec, data, tmp_png, tmp_svg);
+    write_data(out);
+    std::ofstream(script) << script_for(data, tmp_png, tmp_svg);
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -262,6 +263,77 @@ void write_plot(const PlotSpec& spec, const std::string& png_path, const std::st
   }
   write_file_atomic(png_path, read_all(tmp_png));
   if (!tmp_svg.empty()) write_file_atomic(svg_path, read_all(tmp_svg));
+}
+
+// tics ('32' 0, '64' 1, ...): one tic per cell, labelled with the cell's value.
+std::string label_tics(const std::vector<std::string>& labels) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < labels.size(); ++i)
+    parts.push_back(fmt::format("{} {}", gp_quote(labels[i]), i));
+  return "(" + join(parts, ", ") + ")";
+}
+
+}  // namespace
+
+void write_plot(const PlotSpec& spec, const std::string& png_path, const std::string& svg_path) {
+  // One data block per series; blocks are separated by two blank lines (gnuplot `index`).
+  const auto write_data = [&](std::ostream& out) {
+    for (const auto& series : spec.series) {
+      out << "# " << series.label << "\n";
+      for (size_t i = 0; i < series.x.size(); ++i) {
+        out << series.x[i] << ' ' << fmt::format("{:.10g}", series.y[i]);
+        if (!series.lo.empty())
+          out << ' ' << fmt::format("{:.10g} {:.10g}", series.lo[i], series.hi[i]);
+        out << '\n';
+      }
+      out << "\n\n";
+    }
+  };
+  draw_with_gnuplot(
+      write_data,
+      [&](const std::string& data, const std::string& png, const std::string& svg) {
+        return gnuplot_script(spec, data, png, svg);
+      },
+      png_path, svg_path);
+}
+
+std::string heatmap_script(const HeatmapSpec& spec, const std::string& data_path,
+                           const std::string& png_path, const std::string& svg_path) {
+  std::string s;
+  s += fmt::format("set title {}\nset xlabel {}\nset ylabel {}\nset cblabel {}\n",
+                   gp_quote(spec.title), gp_quote(spec.xlabel), gp_quote(spec.ylabel),
+                   gp_quote(spec.cblabel));
+  s += fmt::format("set xtics {}\nset ytics {}\n", label_tics(spec.x_labels),
+                   label_tics(spec.y_labels));
+  s += fmt::format("set xrange [-0.5:{}]\nset yrange [-0.5:{}]\n", spec.x_labels.size() - 0.5,
+                   spec.y_labels.size() - 0.5);
+  s += fmt::format("set cbrange [{:g}:{:g}]\n", spec.zmin, spec.zmax);
+  s += "set palette defined (0 '#f7fbff', 0.5 '#6baed6', 1 '#08306b')\n";
+  const std::string plot = fmt::format(
+      "plot {0} using 1:2:3 with image notitle, \\\n     {0} using 1:2:(sprintf('%.2f', $3)) "
+      "with labels font ',10' notitle\n",
+      gp_quote(data_path));
+  return s + output_script(plot, png_path, svg_path);
+}
+
+void write_heatmap(const HeatmapSpec& spec, const std::string& png_path,
+                   const std::string& svg_path) {
+  if (spec.values.size() != spec.y_labels.size())
+    throw std::invalid_argument("heatmap: one row of values per y label");
+  const auto write_data = [&](std::ostream& out) {
+    for (size_t y = 0; y < spec.values.size(); ++y) {
+      if (spec.values[y].size() != spec.x_labels.size())
+        throw std::invalid_argument("heatmap: one value per x label in every row");
+      for (size_t x = 0; x < spec.values[y].size(); ++x)
+        out << x << ' ' << y << ' ' << fmt::format("{:.10g}", spec.values[y][x]) << '\n';
+    }
+  };
+  draw_with_gnuplot(
+      write_data,
+      [&](const std::string& data, const std::string& png, const std::string& svg) {
+        return heatmap_script(spec, data, png, svg);
+      },
+      png_path, svg_path);
 }
 
 }  // namespace txl

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "txl/eval/protocol.h"
+
 namespace txl {
 
 namespace {
@@ -22,38 +24,13 @@ std::string format_interval(const Interval& i) {
 }  // namespace
 
 std::string describe_method(const EvalResult& r) {
-  switch (r.method) {
-    case EvalMethod::kNonOverlap:
-      return "nonoverlap: windows of L tokens, no memory, every token scored";
-    case EvalMethod::kSliding:
-      return "sliding: windows of L tokens advanced by the stride; the first window scored whole, "
-             "then the last stride tokens of each window";
-    case EvalMethod::kMemory:
-      return "memory: segments of L tokens with up to mem_len tokens of memory carried across the "
-             "segments of each stream; every token scored once";
-  }
-  return "?";
+  const EvalProtocol& protocol = eval_protocol(r.method);
+  return std::string(protocol.name) + ": " + protocol.description;
 }
-
-namespace {
-
-std::string method_only_setting(const EvalResult& r) {
-  switch (r.method) {
-    case EvalMethod::kNonOverlap:
-      return "-";
-    case EvalMethod::kSliding:
-      return fmt::format("stride {}", r.stride);
-    case EvalMethod::kMemory:
-      return fmt::format("mem {} x{}", r.mem_len, r.streams);
-  }
-  return "?";
-}
-
-}  // namespace
 
 std::string method_setting(const EvalResult& r) {
   const std::string aid = aid_label(r.aid, r.aid_factor);
-  const std::string method = method_only_setting(r);
+  const std::string method = eval_protocol(r.method).setting(r);
   if (aid.empty()) return method;
   return method == "-" ? aid : method + ", " + aid;
 }
@@ -89,23 +66,20 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
     row["aid"] = to_string(e.aid);
     row["aid_factor"] = e.aid_factor;
   }
-  if (e.method == EvalMethod::kSliding) row["stride"] = e.stride;
-  if (e.method == EvalMethod::kMemory) {
-    row["mem_len"] = e.mem_len;
-    row["streams"] = e.streams;
-  }
+  eval_protocol(e.method).json_row(e, row);
   return row;
 }
 
 std::string short_window_note(const EvalResult& e) {
   const int64_t longest = longest_window(e);
   if (e.tokens == 0 || longest >= e.length) return "";
-  const char* what = e.method == EvalMethod::kMemory ? "segment" : "window";
+  const EvalProtocol& protocol = eval_protocol(e.method);
+  const std::string what = protocol.unit;
   return fmt::format(
       "length {}: only {} tokens were scored (the split, or --max-tokens, is shorter than "
       "the length{}), so this row scores {} {}{} of at most {} tokens, not {}",
-      e.length, e.tokens, e.method == EvalMethod::kMemory ? " per stream" : "", e.window_nll.size(),
-      what, e.window_nll.size() == 1 ? "" : "s", longest, e.length);
+      e.length, e.tokens, protocol.needs_memory ? " per stream" : "", e.window_nll.size(), what,
+      e.window_nll.size() == 1 ? "" : "s", longest, e.length);
 }
 
 nlohmann::json per_position_to_json(const EvalResult& e) {
@@ -126,12 +100,8 @@ std::string format_per_position(const EvalResult& e) {
 
 std::string per_position_heading(EvalMethod method) {
   std::string out = "mean NLL per position inside the window ([first, end) of each bucket)";
-  if (method == EvalMethod::kSliding) {
-    out +=
-        "; sliding scores positions before L - stride in the first window only, so those buckets "
-        "hold few tokens";
-  }
-  if (method == EvalMethod::kMemory) out += "; positions within each segment, memory before them";
+  const std::string note = eval_protocol(method).position_note;
+  if (!note.empty()) out += "; " + note;
   return out + ":\n";
 }
 

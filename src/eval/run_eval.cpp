@@ -27,6 +27,8 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
   // Every length must fit in memory before the first one is evaluated.
   for (const int64_t length : lengths)
     check_eval_fits(run.model, request(length), static_cast<int64_t>(ids.size()));
+  const LoadedEval loaded{run, ids, lengths};
+  if (o.extension.check) o.extension.check(loaded);
   cache_writes.commit();
 
   CachedEvaluator evaluator(run, o.checkpoint, split, ids, o.read_cache);
@@ -49,6 +51,7 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
     fmt::print(stderr, "  length {:>6}: ppl {:.3f} over {} tokens{}\n", length, r.ppl(), r.tokens,
                cached ? " (cached)" : "");
   }
+  if (o.extension.run) o.extension.run(loaded);
   return out;
 }
 

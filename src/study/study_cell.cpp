@@ -11,7 +11,9 @@
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/progress.h"
+#include "txl/eval/protocol.h"
 #include "txl/platform/runtime.h"
+#include "txl/probe/run_probes.h"
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/resume.h"
@@ -69,17 +71,6 @@ void save_times(const StudyPaths& paths, const std::string& cell, double train_a
 }
 
 // Why this cell cannot be evaluated with the protocol at this length ("" when it can).
-std::string unavailable(const TransformerLM& model, const ModelConfig& config,
-                        const EvalRequest& request) {
-  const auto& traits = encoding_traits(config.pos_encoding);
-  if (request.method == EvalMethod::kMemory && !model->has_memory())
-    return to_string(config.pos_encoding) + " carries no memory";
-  if (request.aid != ExtrapolationAid::kNone &&
-      std::find(traits.aids.begin(), traits.aids.end(), request.aid) == traits.aids.end())
-    return "the aid " + to_string(request.aid) + " does not apply to " + traits.name;
-  return length_unavailable(config, request);
-}
-
 // Trains the cell's run directory until train.max_steps; false when a signal stopped it.
 bool train_cell(const StudyCell& cell, const StudyPaths& paths, const std::atomic<int>* stop,
                 CellOutcome& outcome) {
@@ -134,7 +125,7 @@ LengthResult evaluate_length(const StudyCell& cell, const LoadedRun& run,
                              int64_t length) {
   const auto request = make_eval_request(protocol.settings, length, run.config.eval.batch_tokens,
                                          training_length(run.config));
-  const std::string reason = unavailable(run.model, run.config.model, request);
+  const std::string reason = protocol_unavailable(run.config.model, request);
   if (!reason.empty()) return {json{{"length", length}, {"skipped", reason}}};
   try {
     check_eval_request(run.model, request);
@@ -155,7 +146,8 @@ LengthResult evaluate_length(const StudyCell& cell, const LoadedRun& run,
 // DIR/cells/<cell>.json: what the cell is, what it was evaluated with, every result and the
 // times saved so far.
 void write_cell_file(const StudySpec& spec, const StudyCell& cell, const StudyPaths& paths,
-                     const LoadedRun& run, const EncodeStats& split_stats, const json& protocols) {
+                     const LoadedRun& run, const EncodeStats& split_stats, const json& protocols,
+                     const json& probes) {
   const json times = saved_times(paths, cell.name);
   const json j = {
       {"name", cell.name},
@@ -168,6 +160,7 @@ void write_cell_file(const StudySpec& spec, const StudyCell& cell, const StudyPa
       {"bytes_per_token", bytes_per_token(split_stats)},
       {"eval", study_eval_json(spec.eval)},
       {"protocols", protocols},
+      {"probes", probes},
       {"timing",
        {{"train_s", times.value("train_s", 0.0)}, {"eval_s", times.value("eval_s", 0.0)}}}};
   write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
@@ -235,10 +228,22 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
     }
     protocols.push_back({{"label", protocol.label}, {"results", results}});
   }
+  json probes = json::object();
+  if (!spec.eval.probes.names.empty()) {
+    ProbeSubject subject;
+    subject.model = &run.model;
+    subject.ids = &ids;
+    subject.vocab = &run.vocab;
+    subject.config = &run.config;
+    subject.lengths = spec.eval.lengths;
+    const auto planned = plan_probes(spec.eval.probes, subject, spec.source + ": eval.probes");
+    probes = probes_to_json(run_probes(planned, subject, "[study] " + cell.name + " "));
+    computed = true;
+  }
   outcome.eval_seconds = seconds_since(start);
   save_times(paths, cell.name, 0.0,
              computed ? std::optional<double>(outcome.eval_seconds) : std::nullopt);
-  write_cell_file(spec, cell, paths, run, split_stats, protocols);
+  write_cell_file(spec, cell, paths, run, split_stats, protocols, probes);
   return outcome;
 }
 
@@ -273,6 +278,7 @@ std::optional<CellResults> read_cell_results(const StudySpec& spec, const StudyC
     c.results.push_back(std::move(results));
     c.skipped.push_back(std::move(skipped));
   }
+  c.probes = j->value("probes", json::object());
   return c;
 }
 

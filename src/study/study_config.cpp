@@ -8,6 +8,7 @@
 
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
+#include "txl/eval/protocol.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -18,8 +19,9 @@ namespace {
 using nlohmann::json;
 
 const std::vector<std::string> kTopKeys = {"base", "grid", "eval", "baseline"};
-const std::vector<std::string> kEvalKeys = {"split",    "methods", "lengths",    "stride",
-                                            "mem_lens", "aids",    "max_tokens", "checkpoint"};
+const std::vector<std::string> kEvalKeys = {"split",      "methods",    "lengths",
+                                            "stride",     "mem_lens",   "aids",
+                                            "max_tokens", "checkpoint", "probes"};
 constexpr const char* kEncodingKey = "model.pos_encoding";
 constexpr const char* kSeedKey = "train.seed";
 
@@ -70,19 +72,21 @@ std::string name_part(const json& v) {
   return s;
 }
 
-// A setting of one method given while the methods do not include it would be ignored in
-// silence: refused, as every key a study config cannot use is.
+// A setting of one protocol given while the methods do not include it would be ignored in
+// silence: refused, as every key a study config cannot use is. The keys are the protocols'
+// own (protocol.h).
 void check_method_keys(const json& j, const std::string& where, const StudyEval& e) {
-  const std::pair<const char*, const char*> keys[] = {{"stride", "sliding"},
-                                                      {"mem_lens", "memory"}};
-  for (const auto& [key, method] : keys) {
-    if (!j.contains(key) ||
-        std::find(e.methods.begin(), e.methods.end(), method) != e.methods.end())
-      continue;
-    throw InputError(fmt::format(
-        "{}.{} is a setting of the {} method, which the methods ({}) do not list; add \"{}\" "
-        "to the methods or remove {}",
-        where, key, method, join(e.methods), method, key));
+  for (const auto& protocol : eval_protocols()) {
+    for (const auto& option : protocol.options) {
+      if (!option.study_key || !j.contains(option.study_key) ||
+          std::find(e.methods.begin(), e.methods.end(), protocol.name) != e.methods.end())
+        continue;
+      throw InputError(fmt::format(
+          "{}.{} is a setting of the {} method, which the methods ({}) do not list; add \"{}\" "
+          "to the methods or remove {}",
+          where, option.study_key, protocol.name, join(e.methods), protocol.name,
+          option.study_key));
+    }
   }
 }
 
@@ -97,11 +101,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
     check_list(j["methods"], where + ".methods");
     for (const auto& m : j["methods"]) {
       const std::string name = read_string(m, where + ".methods");
-      try {
-        parse_eval_method(name);
-      } catch (const InputError& err) {
-        throw InputError(where + ".methods: " + err.what());
-      }
+      parse_eval_method(name, where + ".methods");
       e.methods.push_back(name);
     }
   }
@@ -142,6 +142,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
     if (e.max_tokens < 0)
       throw InputError(where + ".max_tokens must be >= 0 (0 = the whole split)");
   }
+  if (j.contains("probes")) e.probes = probe_request_from_json(j["probes"], where + ".probes");
   if (j.contains("checkpoint")) {
     e.checkpoint = read_string(j["checkpoint"], where + ".checkpoint");
     parse_checkpoint_choice(e.checkpoint, where + ".checkpoint");
@@ -189,7 +190,7 @@ std::vector<StudyProtocol> make_protocols(const StudyEval& e, const std::string&
   for (const auto& aid_spec : e.aids) {
     const auto [aid, factor] = parse_aid_spec(aid_spec, where + ".aids");
     for (const auto& method_name : e.methods) {
-      const EvalMethod method = parse_eval_method(method_name);
+      const EvalMethod method = parse_eval_method(method_name, where + ".methods");
       const std::vector<int64_t> mems =
           method == EvalMethod::kMemory ? e.mem_lens : std::vector<int64_t>{-1};
       for (const int64_t mem : mems) {

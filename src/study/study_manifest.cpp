@@ -13,9 +13,13 @@ namespace txl {
 using nlohmann::json;
 
 json study_eval_json(const StudyEval& e) {
-  return {{"split", e.split},           {"methods", e.methods},      {"lengths", e.lengths},
-          {"stride", e.stride},         {"mem_lens", e.mem_lens},    {"aids", e.aids},
-          {"max_tokens", e.max_tokens}, {"checkpoint", e.checkpoint}};
+  json j = {{"split", e.split},           {"methods", e.methods},      {"lengths", e.lengths},
+            {"stride", e.stride},         {"mem_lens", e.mem_lens},    {"aids", e.aids},
+            {"max_tokens", e.max_tokens}, {"checkpoint", e.checkpoint}};
+  // Only with probes, so a study written before probes existed keeps its manifest; adding
+  // probes later evaluates every cell again (perplexity from the runs' caches).
+  if (!e.probes.names.empty()) j["probes"] = to_json(e.probes);
+  return j;
 }
 
 json study_manifest(const StudySpec& spec) {

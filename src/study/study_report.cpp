@@ -15,6 +15,7 @@
 #include "txl/study/group_table.h"
 #include "txl/study/study_bits.h"
 #include "txl/study/study_plots.h"
+#include "txl/study/study_probes.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
 #include "txl/util/version.h"
@@ -242,6 +243,9 @@ std::string study_report_markdown(const StudySpec& spec, const std::vector<CellR
     md += baseline_ratio_section(c, p);
     md += extrapolation_section(c, p);
   }
+  md += probes_markdown(
+      study_probe_stats(spec, cells),
+      [&](const std::string& alt, const std::string& plot) { return c.image(alt, plot); });
   md += training_section(c);
   md += "## Statistics\n\n" + std::string(kStatisticsMethod) + "\n";
   if (!plot_notes.empty()) md += "\n## Plots not drawn\n\n" + join(plot_notes, "\n") + "\n";
@@ -252,7 +256,10 @@ std::vector<std::string> write_study_report(const StudySpec& spec, const StudyPa
                                             const std::vector<CellResults>& cells,
                                             const StudyStats& stats, const StudyReportInfo& info) {
   std::vector<std::string> written;
-  write_file_atomic(paths.results(), study_results_json(spec, cells, stats, info).dump(2) + "\n");
+  auto results = study_results_json(spec, cells, stats, info);
+  const StudyProbes probes = study_probe_stats(spec, cells);
+  if (!probes.sections.empty()) results["probes"] = to_json(probes);
+  write_file_atomic(paths.results(), results.dump(2) + "\n");
   written.push_back(paths.results());
 
   std::vector<std::pair<std::string, PlotSpec>> plots;
@@ -260,6 +267,7 @@ std::vector<std::string> write_study_report(const StudySpec& spec, const StudyPa
     plots.emplace_back(ppl_plot(spec.protocols[p]), ppl_plot_spec(spec, stats, p));
     plots.emplace_back(position_plot(spec.protocols[p]), position_plot_spec(spec, stats, p));
   }
+  for (auto& plot : probe_line_plots(probes)) plots.push_back(std::move(plot));
   plots.emplace_back(kValidationPlot, training_plot_spec(spec, paths, cells, true));
   plots.emplace_back(kLossPlot, training_plot_spec(spec, paths, cells, false));
   fs::create_directories(paths.plots());
@@ -274,6 +282,15 @@ std::vector<std::string> write_study_report(const StudySpec& spec, const StudyPa
     try {
       write_plot(plot, png, svg);
       written.push_back(png);
+      drawn.push_back(name);
+    } catch (const std::exception& e) {
+      notes.push_back(fmt::format("- {}.png: {}", name, e.what()));
+    }
+  }
+  for (const auto& [name, heatmap] : probe_heatmaps(probes)) {
+    try {
+      write_heatmap(heatmap, paths.dir + "/" + name + ".png", paths.dir + "/" + name + ".svg");
+      written.push_back(paths.dir + "/" + name + ".png");
       drawn.push_back(name);
     } catch (const std::exception& e) {
       notes.push_back(fmt::format("- {}.png: {}", name, e.what()));

@@ -15,5 +15,6 @@ void setup_compare(CLI::App& app, int& exit_code);
 void setup_sample(CLI::App& app, int& exit_code);
 void setup_encodings(CLI::App& app, int& exit_code);
 void setup_study(CLI::App& app, int& exit_code);
+void setup_protocols(CLI::App& app, int& exit_code);
 
 }  // namespace txl

@@ -11,6 +11,8 @@
 #include "txl/cli/options.h"
 #include "txl/cli/output_path.h"
 #include "txl/eval/request.h"
+#include "txl/eval/run_eval.h"
+#include "txl/probe/probe.h"
 
 namespace txl {
 
@@ -36,6 +38,11 @@ struct EvalCliOptions {
   int64_t threads = 0;
   bool per_position = false;
   bool no_cache = false;
+  // Probes of context use (probe/probe.h): names, PROBE.KEY=VALUES settings, the seed their
+  // instances are drawn with.
+  std::optional<std::string> probes;
+  std::vector<std::string> probe_sets;
+  int64_t probe_seed = 1;
 };
 
 // How the help texts name the defaults' source: eval says "the run's", compare "the first
@@ -54,5 +61,12 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
 // naming the option otherwise, before any work, so bad input writes nothing. `runs_have_aids`:
 // compare's DIR@aid arguments take --aid-factor too, so it may come without --aid there.
 EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids = false);
+
+// --probes, --probe-set and --probe-seed as a request (no probes without --probes; a
+// --probe-set without it is refused). InputError naming the flag.
+ProbeRequest check_probe_options(const EvalCliOptions& o);
+
+// What a probe sees of a loaded run: the model, the split, the evaluated lengths.
+ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision);
 
 }  // namespace txl

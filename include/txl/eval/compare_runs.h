@@ -5,6 +5,7 @@
 // InputError and writes nothing.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "txl/eval/compare.h"
 #include "txl/eval/plot.h"
 #include "txl/eval/request.h"
+#include "txl/eval/run_eval.h"
 
 namespace txl {
 
@@ -28,8 +30,12 @@ struct RunSpec {
 RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base);
 
 // The plan's settings hold for every run; a run given as DIR@aid replaces the aid.
+// `extension` is called once per run (index r): check before any run is evaluated, run
+// after every run's lengths are.
 struct CompareOptions : EvalPlan {
   std::vector<std::string> runs;  // parse_run_spec arguments, at least one
+  std::function<void(const LoadedEval&, size_t r)> check_run;
+  std::function<void(const LoadedEval&, size_t r)> after_run;
 };
 
 struct CompareOutcome {

@@ -1,4 +1,5 @@
-// Perplexity of a model on a token stream, by one of three methods:
+// Perplexity of a model on a token stream, by one of the registered protocols (protocol.h
+// says what each is and holds its plan of passes; these are the three so far):
 //
 //   nonoverlap  windows of L tokens, no memory, every token scored (ALiBi's main protocol)
 //   sliding     windows of L advanced by S; the first window scored whole, then only the
@@ -23,9 +24,11 @@
 
 namespace txl {
 
+// The evaluation protocols (protocol.h holds what each one is; a new one adds a value here).
 enum class EvalMethod { kNonOverlap, kSliding, kMemory };
 std::string to_string(EvalMethod method);
-EvalMethod parse_eval_method(const std::string& name);  // InputError listing valid names
+// InputError naming `key_path` (the flag, or a study config's key) and the valid names.
+EvalMethod parse_eval_method(const std::string& name, const std::string& key_path = "--method");
 
 struct EvalRequest {
   EvalMethod method = EvalMethod::kNonOverlap;
@@ -103,8 +106,9 @@ int64_t longest_window(const EvalResult& result);
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress = {});
 
-// Checks a request against a model: positive length, stride within 1..L, memory only for
-// encodings with memory, non-negative mem_len and streams >= 1. InputError naming the option.
+// Checks a request against a model: positive length, the protocol applies to the model
+// (method_unavailable) and its own options hold (EvalProtocol::check), the aid and the
+// clamp apply to the encoding. InputError naming the option.
 void check_eval_request(const TransformerLM& model, const EvalRequest& request);
 
 }  // namespace txl

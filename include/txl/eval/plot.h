@@ -53,4 +53,24 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& data_path,
 // installed; std::runtime_error with gnuplot's own message when it fails.
 void write_plot(const PlotSpec& spec, const std::string& png_path, const std::string& svg_path);
 
+// A grid of values drawn as coloured cells with their numbers (the passkey probe's length x
+// depth picture, attention by distance per head): values[y][x].
+struct HeatmapSpec {
+  std::string title;
+  std::string xlabel;
+  std::string ylabel;
+  std::string cblabel;
+  std::vector<std::string> x_labels;
+  std::vector<std::string> y_labels;
+  std::vector<std::vector<double>> values;
+  double zmin = 0.0, zmax = 1.0;
+};
+
+std::string heatmap_script(const HeatmapSpec& spec, const std::string& data_path,
+                           const std::string& png_path, const std::string& svg_path);
+
+// As write_plot, for a heatmap.
+void write_heatmap(const HeatmapSpec& spec, const std::string& png_path,
+                   const std::string& svg_path);
+
 }  // namespace txl

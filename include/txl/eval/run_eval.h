@@ -5,17 +5,33 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "txl/data/tokenizer.h"
 #include "txl/eval/report.h"
 #include "txl/eval/request.h"
+#include "txl/run/run_dir.h"
 
 namespace txl {
 
+// What a higher layer (the probes) does with the same loaded run and split: `check` runs
+// with the evaluation's own checks, before anything is evaluated or written; `run` after
+// the lengths are evaluated. Either may be empty.
+struct LoadedEval {
+  LoadedRun& run;
+  const std::vector<int32_t>& ids;      // the split
+  const std::vector<int64_t>& lengths;  // resolved (the run's eval.lengths by default)
+};
+struct RunEvalExtension {
+  std::function<void(const LoadedEval&)> check;
+  std::function<void(const LoadedEval&)> run;
+};
+
 struct RunEvalOptions : EvalPlan {
   std::string run_dir;
+  RunEvalExtension extension;
 };
 
 struct RunEvalOutcome {

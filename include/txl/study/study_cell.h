@@ -71,6 +71,8 @@ struct CellResults {
   // [protocol][length]: the result, or nullopt with skipped[protocol][length] saying why.
   std::vector<std::vector<std::optional<EvalResult>>> results;
   std::vector<std::vector<std::string>> skipped;
+  // The probes' outputs, as probes_to_json wrote them ({} without probes).
+  nlohmann::json probes = nlohmann::json::object();
 };
 
 // nullopt when the cell has no (current) DIR/cells/<name>.json.

@@ -5,7 +5,8 @@
 //    "grid": {"model.pos_encoding": ["relative", "rope"], "train.seed": [1, 2, 3]},
 //    "eval": {"split": "valid", "methods": ["nonoverlap", "sliding"],
 //             "lengths": [32, 64, 128, 256, 512], "stride": 0, "mem_lens": [-1],
-//             "aids": ["none"], "max_tokens": 0, "checkpoint": "last"},
+//             "aids": ["none"], "max_tokens": 0, "checkpoint": "last",
+//             "probes": {"copy": {"distances": [32, 64]}, "passkey": {}, "seed": 1}},
 //    "baseline": "relative"}           (optional; an encoding of the grid, default the first)
 //
 // The grid must hold model.pos_encoding and train.seed; any key `txl train --set` accepts may
@@ -27,6 +28,7 @@
 
 #include "txl/config/config.h"
 #include "txl/eval/request.h"
+#include "txl/probe/probe.h"
 
 namespace txl {
 
@@ -50,6 +52,8 @@ struct StudyEval {
   std::vector<std::string> aids = {"none"};  // "none", "yarn", "ntk:4" (aid[:factor])
   int64_t max_tokens = 0;                    // 0 = the whole split
   std::string checkpoint = "last";           // last | best
+  // Probes of context use run on every cell (probe/probe.h): {"copy": {}, "recl": {...}}.
+  ProbeRequest probes;
 };
 
 struct StudyCell {

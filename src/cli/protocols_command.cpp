@@ -1,0 +1,73 @@
+// txl protocols: every registered evaluation protocol (--method) with what it scores, what
+// it costs, the options it reads and whether it needs memory. Read from the registry
+// (eval/protocol.h), so the list cannot fall behind the code.
+#include <spdlog/fmt/fmt.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "txl/cli/commands.h"
+#include "txl/cli/options.h"
+#include "txl/cli/output_path.h"
+#include "txl/eval/protocol.h"
+#include "txl/util/text.h"
+
+namespace txl {
+
+namespace {
+
+struct ProtocolsOptions {
+  std::string json_path;
+};
+
+nlohmann::json protocols_json() {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& p : eval_protocols()) {
+    nlohmann::json options = nlohmann::json::array();
+    for (const auto& o : p.options) {
+      options.push_back(
+          {{"flag", o.flag},
+           {"study_key", o.study_key ? nlohmann::json(o.study_key) : nlohmann::json()},
+           {"doc", o.doc}});
+    }
+    rows.push_back({{"name", p.name},
+                    {"description", p.description},
+                    {"cost", p.cost},
+                    {"needs_memory", p.needs_memory},
+                    {"options", options}});
+  }
+  return rows;
+}
+
+int run_protocols(const ProtocolsOptions& o) {
+  check_output_path(o.json_path, "--json");
+  fmt::print("{:<11} {:<6} {}\n", "method", "memory", "what is scored");
+  for (const auto& p : eval_protocols()) {
+    fmt::print("{:<11} {:<6} {}\n", p.name, p.needs_memory ? "yes" : "no", p.description);
+    fmt::print("{:<18} cost: {}\n", "", p.cost);
+    for (const auto& option : p.options) fmt::print("{:<18} {}: {}\n", "", option.flag, option.doc);
+  }
+  fmt::print(
+      "\nmemory = yes: only for encodings that carry memory (txl encodings). Choose one with "
+      "txl eval --method NAME, or a study's eval.methods.\n");
+  if (!o.json_path.empty()) {
+    write_output_file(o.json_path, "--json", protocols_json().dump(2) + "\n");
+    fmt::print("wrote {}\n", o.json_path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void setup_protocols(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ProtocolsOptions>();
+  auto* cmd = app.add_subcommand(
+      "protocols", "List the evaluation protocols (--method): what each scores, its cost, options");
+  cmd->add_option("--json", o->json_path, "Also write the list as JSON to this file");
+  cmd->callback([o, cmd, &exit_code] {
+    refuse_empty_values(*cmd);
+    exit_code = run_protocols(*o);
+  });
+}
+
+}  // namespace txl

@@ -1,0 +1,184 @@
+// The probes through the real CLI: `txl eval --probes` and `txl compare --probes` run every
+// registered probe on tiny runs and write their options (seed included) and metrics; every
+// bad probe option is refused with exit 2 naming it, before anything is written; the
+// registry is complete.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.h"
+#include "txl/probe/probe.h"
+#include "txl/util/text.h"
+
+namespace txl {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_text;
+using testing::run_txl;
+
+struct ProbeRuns {
+  std::string dir, corpus, rel, abs;
+};
+
+// Two tiny char runs on one corpus; the text holds digits, the char passkey's keys.
+const ProbeRuns& probe_runs() {
+  static const ProbeRuns runs = [] {
+    ProbeRuns t;
+    t.dir = testing::scratch_dir("probe_cli");
+    std::string train = testing::tiny_english(300), valid = testing::tiny_english(60, 1);
+    for (int i = 0; i < 40; ++i) train += " " + std::to_string(i * 37 % 1000);
+    for (int i = 0; i < 10; ++i) valid += " " + std::to_string(i * 53 % 1000);
+    t.corpus = testing::write_corpus(t.dir + "/corpus", train, valid, testing::tiny_english(30, 2));
+    t.rel = t.dir + "/rel";
+    t.abs = t.dir + "/abs";
+    testing::train_tiny_run(t.corpus, t.rel, "relative");
+    testing::train_tiny_run(t.corpus, t.abs, "absolute");
+    return t;
+  }();
+  return runs;
+}
+
+// Small settings so that every probe runs in a moment.
+std::vector<std::string> small_probes() {
+  return {"--probes",    "recl,copy,passkey,attention",
+          "--probe-set", "recl.first=4",
+          "--probe-set", "recl.step=4",
+          "--probe-set", "recl.last=16",
+          "--probe-set", "recl.targets=20",
+          "--probe-set", "copy.span=4",
+          "--probe-set", "copy.distances=2,8",
+          "--probe-set", "copy.count=6",
+          "--probe-set", "passkey.lengths=32",
+          "--probe-set", "passkey.trials=3",
+          "--probe-set", "passkey.key_len=2",
+          "--probe-set", "passkey.cue_len=3",
+          "--probe-set", "attention.windows=2"};
+}
+
+TEST(ProbeCli, EvalRunsEveryProbeAndWritesItsSeedOptionsAndMetrics) {
+  const auto& t = probe_runs();
+  const std::string json = t.dir + "/eval-probes.json";
+  auto args = std::vector<std::string>{"eval",   "--run", t.rel,          "--lengths", "8,16",
+                                       "--json", json,    "--probe-seed", "7"};
+  for (const auto& a : small_probes()) args.push_back(a);
+  const auto r = run_txl(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_text(json));
+  for (const auto& probe : probe_registry()) {
+    SCOPED_TRACE(probe.name);
+    ASSERT_TRUE(j["probes"].contains(probe.name));
+    EXPECT_EQ(j["probes"][probe.name]["options"]["seed"], 7);
+    EXPECT_FALSE(j["probes"][probe.name]["metrics"].empty());
+    EXPECT_NE(r.out.find(std::string("probe ") + probe.name), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(j["probes"]["copy"]["options"]["distances"], nlohmann::json::array({2, 8}));
+  // RECL of one run alone is reported as such.
+  EXPECT_NE(r.out.find("RECL (tokens) [this run alone]"), std::string::npos) << r.out;
+}
+
+TEST(ProbeCli, CompareComputesReclOverTheRunsAsItsGroup) {
+  const auto& t = probe_runs();
+  const std::string json = t.dir + "/compare-probes.json";
+  const auto r = run_txl({"compare",
+                          t.rel,
+                          t.abs,
+                          "--lengths",
+                          "16",
+                          "--json",
+                          json,
+                          "--probes",
+                          "recl,copy",
+                          "--probe-set",
+                          "recl.first=4",
+                          "--probe-set",
+                          "recl.step=4",
+                          "--probe-set",
+                          "recl.last=12",
+                          "--probe-set",
+                          "recl.targets=16",
+                          "--probe-set",
+                          "copy.count=4",
+                          "--probe-set",
+                          "copy.distances=4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_text(json));
+  ASSERT_EQ(j["probes"]["recl"].size(), 2u);
+  for (const auto& run : j["probes"]["recl"]) {
+    int recl_rows = 0;
+    for (const auto& m : run["metrics"]) {
+      if (m["series"] == "RECL (tokens)") {
+        ++recl_rows;
+        EXPECT_GE(m["value"].get<double>(), 4);
+        EXPECT_LE(m["value"].get<double>(), 12);
+      }
+    }
+    EXPECT_EQ(recl_rows, 3) << "one RECL per default ratio (0.1, 0.5, 1)";
+  }
+  EXPECT_NE(r.out.find("probe recl:"), std::string::npos) << r.out;
+}
+
+TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
+  const auto& t = probe_runs();
+  const std::string json = t.dir + "/never.json";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--probes", "bogus"}, "--probes"},
+      {{"--probes", ""}, "--probes"},
+      {{"--probes", "copy,copy"}, "twice"},
+      {{"--probes", "copy", "--probe-set", "copy.count=0"}, "copy.count"},
+      {{"--probes", "copy", "--probe-set", "copy.span=-1"}, "copy.span"},
+      {{"--probes", "copy", "--probe-set", "copy.count=abc"}, "copy.count"},
+      {{"--probes", "copy", "--probe-set", "copy.count="}, "copy.count"},
+      {{"--probes", "copy", "--probe-set", "copy.count=1.5"}, "copy.count"},
+      {{"--probes", "copy", "--probe-set", "copy.count=1e99"}, "copy.count"},
+      {{"--probes", "copy", "--probe-set", "copy.nope=1"}, "nope"},
+      {{"--probes", "copy", "--probe-set", "copycount=1"}, "PROBE.KEY=VALUES"},
+      {{"--probes", "copy", "--probe-set", "passkey.trials=2"}, "passkey"},
+      {{"--probes", "passkey", "--probe-set", "passkey.depths=1.5"}, "passkey.depths"},
+      {{"--probes", "passkey", "--probe-set", "passkey.lengths=8"}, "passkey"},
+      {{"--probes", "recl", "--probe-set", "recl.ratios=0"}, "recl.ratios"},
+      {{"--probes", "recl", "--probe-set", "recl.first=20", "--probe-set", "recl.last=8"},
+       "recl.first"},
+      {{"--probes", "recl", "--probe-set", "recl.last=100000000"}, "recl.last"},
+      {{"--probes", "copy", "--probe-set", "copy.distances=100000000"}, "copy"},
+      {{"--probe-set", "copy.count=2"}, "--probes"},
+      {{"--probes", "copy", "--probe-seed", "-1"}, "--probe-seed"},
+  };
+  const auto before = testing::read_text(t.rel + "/config.json");
+  for (const auto& [extra, needle] : cases) {
+    std::vector<std::string> args = {"eval", "--run", t.rel, "--lengths", "16", "--json", json};
+    for (const auto& a : extra) args.push_back(a);
+    const auto r = run_txl(args);
+    EXPECT_EQ(r.code, 2) << join(extra, " ") << "\n" << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << join(extra, " ") << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(json)) << join(extra, " ");
+  }
+  EXPECT_EQ(testing::read_text(t.rel + "/config.json"), before);
+}
+
+TEST(ProbeCli, AProbePastALearnedTableIsRefusedNamingTheOption) {
+  const auto& t = probe_runs();
+  const std::string table = t.dir + "/table";
+  ASSERT_TRUE(testing::train_tiny_run(t.corpus, table, "learned_absolute", "char", 2,
+                                      {"--set", "model.max_len=16"}));
+  const auto r = run_txl({"eval", "--run", table, "--lengths", "16", "--probes", "copy",
+                          "--probe-set", "copy.distances=64"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("copy.distances"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(table + "/eval-cache")) << "refused before anything is evaluated";
+}
+
+TEST(ProbeCli, EveryRegisteredProbeHasEveryPiece) {
+  ASSERT_EQ(probe_registry().size(), 4u);
+  for (const auto& p : probe_registry()) {
+    SCOPED_TRACE(p.name);
+    EXPECT_TRUE(p.name && p.description && p.cost);
+    EXPECT_TRUE(p.defaults && p.check && p.run) << "a probe lacks its defaults, check or run";
+    EXPECT_FALSE(p.options.empty());
+    for (const auto& o : p.options) EXPECT_LE(o.min, o.max) << o.key;
+  }
+}
+
+}  // namespace
+}  // namespace txl
