@@ -1,6 +1,7 @@
 // txl protocols: every registered evaluation protocol (--method) with what it scores, what
-// it costs, the options it reads and whether it needs memory. Read from the registry
-// (eval/protocol.h), so the list cannot fall behind the code.
+// it costs, the options it reads and whether it needs memory, then every probe (--probes)
+// with what it measures, its cost and its options. Read from the registries
+// (eval/protocol.h, probe/probe.h), so the list cannot fall behind the code.
 #include <spdlog/fmt/fmt.h>
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "txl/cli/options.h"
 #include "txl/cli/output_path.h"
 #include "txl/eval/protocol.h"
+#include "txl/probe/probe.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -19,6 +21,39 @@ namespace {
 struct ProtocolsOptions {
   std::string json_path;
 };
+
+nlohmann::json probes_json() {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& p : probe_registry()) {
+    nlohmann::json options = nlohmann::json::array();
+    for (const auto& o : p.options) {
+      options.push_back({{"key", std::string(p.name) + "." + o.key},
+                         {"min", o.min},
+                         {"max", o.max},
+                         {"integer", o.integer},
+                         {"list", o.list},
+                         {"doc", o.doc}});
+    }
+    rows.push_back({{"name", p.name},
+                    {"description", p.description},
+                    {"cost", p.cost},
+                    {"group", p.group != nullptr},
+                    {"options", options}});
+  }
+  return rows;
+}
+
+void print_probes() {
+  fmt::print("\nprobes (--probes NAME,...; options with --probe-set PROBE.KEY=V[,V...]):\n");
+  for (const auto& p : probe_registry()) {
+    fmt::print("{:<11} {}\n", p.name, p.description);
+    fmt::print("{:<11} cost: {}\n", "", p.cost);
+    for (const auto& o : p.options) {
+      fmt::print("{:<11} {}.{}: {} ({}{} to {:g})\n", "", p.name, o.key, o.doc,
+                 o.list ? "values " : "", fmt::format("{:g}", o.min), o.max);
+    }
+  }
+}
 
 nlohmann::json protocols_json() {
   nlohmann::json rows = nlohmann::json::array();
@@ -50,8 +85,10 @@ int run_protocols(const ProtocolsOptions& o) {
   fmt::print(
       "\nmemory = yes: only for encodings that carry memory (txl encodings). Choose one with "
       "txl eval --method NAME, or a study's eval.methods.\n");
+  print_probes();
   if (!o.json_path.empty()) {
-    write_output_file(o.json_path, "--json", protocols_json().dump(2) + "\n");
+    const nlohmann::json j = {{"protocols", protocols_json()}, {"probes", probes_json()}};
+    write_output_file(o.json_path, "--json", j.dump(2) + "\n");
     fmt::print("wrote {}\n", o.json_path);
   }
   return 0;
@@ -62,7 +99,9 @@ int run_protocols(const ProtocolsOptions& o) {
 void setup_protocols(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ProtocolsOptions>();
   auto* cmd = app.add_subcommand(
-      "protocols", "List the evaluation protocols (--method): what each scores, its cost, options");
+      "protocols",
+      "List the evaluation protocols (--method) and the probes (--probes): what each "
+      "measures, its cost, its options");
   cmd->add_option("--json", o->json_path, "Also write the list as JSON to this file");
   cmd->callback([o, cmd, &exit_code] {
     refuse_empty_values(*cmd);

@@ -309,10 +309,18 @@ std::string heatmap_script(const HeatmapSpec& spec, const std::string& data_path
                    spec.y_labels.size() - 0.5);
   s += fmt::format("set cbrange [{:g}:{:g}]\n", spec.zmin, spec.zmax);
   s += "set palette defined (0 '#f7fbff', 0.5 '#6baed6', 1 '#08306b')\n";
-  const std::string plot = fmt::format(
-      "plot {0} using 1:2:3 with image notitle, \\\n     {0} using 1:2:(sprintf('%.2f', $3)) "
-      "with labels font ',10' notitle\n",
-      gp_quote(data_path));
+  // Each cell's value written on it while the cells are wide enough to hold it; white on the
+  // dark half of the palette.
+  const bool labels = spec.x_labels.size() <= 12;
+  std::string plot = fmt::format("plot {} using 1:2:3 with image notitle", gp_quote(data_path));
+  if (labels) {
+    const double mid = (spec.zmin + spec.zmax) / 2;
+    plot += fmt::format(
+        ", \\\n     {0} using 1:2:(sprintf('%.2f', $3)):($3 > {1:g} ? 0xffffff : 0x000000) "
+        "with labels tc rgb variable font ',10' notitle",
+        gp_quote(data_path), mid);
+  }
+  plot += "\n";
   return s + output_script(plot, png_path, svg_path);
 }
 

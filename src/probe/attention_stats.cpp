@@ -66,6 +66,8 @@ AttentionStatsResult measure_attention_stats(TransformerLM& model, const std::ve
   AttentionStatsResult result;
   result.seed = request.seed;
   const auto& c = model->config();
+  double total = 0, done = 0;  // tokens forwarded
+  for (const int64_t length : request.lengths) total += static_cast<double>(length);
   for (const int64_t length : request.lengths) {
     if (length < 1 || length + 1 > n) {
       throw InputError(
@@ -87,6 +89,8 @@ AttentionStatsResult measure_attention_stats(TransformerLM& model, const std::ve
     score_windows(model, windows, length, scoring);  // every query: the last layer whole
     at.heads = acc.stats();
     result.lengths.push_back(std::move(at));
+    done += static_cast<double>(length);
+    if (request.progress) request.progress(done / total);
   }
   return result;
 }

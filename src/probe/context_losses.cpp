@@ -79,6 +79,8 @@ ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<
   ProbeRng rng(request.seed);
   table.targets = draw_positions(rng, request.targets, longest, n);
   table.losses.assign(1, {});
+  double total = 0, done = 0;  // tokens forwarded: sum of the grid's c
+  for (const int64_t c : table.contexts) total += static_cast<double>(c);
   for (const int64_t c : table.contexts) {
     std::vector<std::vector<int32_t>> windows;
     for (const int64_t t : table.targets)
@@ -87,6 +89,8 @@ ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<
     std::vector<double> row;
     for (const auto& w : scored.nll) row.push_back(w.front());
     table.losses[0].push_back(std::move(row));
+    done += static_cast<double>(c);
+    if (request.progress) request.progress(done / total);
   }
   check_loss_table(table);
   return table;

@@ -67,6 +67,8 @@ CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>&
   CopyProbeResult result;
   result.span = options.span;
   result.seed = options.seed;
+  double total = 0, done = 0;  // tokens forwarded: 2 n + d per window
+  for (const int64_t d : options.distances) total += static_cast<double>(2 * options.span + d);
   for (const int64_t d : options.distances) {
     const auto instances = build_copy_instances(ids, options.span, d, options.count, options.seed);
     std::vector<std::vector<int32_t>> repeated, control;
@@ -86,6 +88,8 @@ CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>&
     row.gain = mean_of(gains);
     row.gain_interval = mean_interval(gains);
     result.rows.push_back(row);
+    done += static_cast<double>(2 * options.span + d);
+    if (options.progress) options.progress(done / total);
   }
   return result;
 }

@@ -52,10 +52,14 @@ PasskeyProbeResult run_passkey_probe(TransformerLM& model, const std::vector<int
   result.candidates = candidates;
   const auto instances = build_passkey_instances(ids, candidates, options);
   const size_t per_cell = static_cast<size_t>(options.trials);
+  double total = 0, done = 0;  // tokens forwarded
+  for (const auto& inst : instances) total += static_cast<double>(inst.length);
   for (size_t first = 0; first < instances.size(); first += per_cell) {
     const std::vector<PasskeyInstance> cell(instances.begin() + long(first),
                                             instances.begin() + long(first + per_cell));
     result.cells.push_back(score_cell(model, cell, options));
+    done += static_cast<double>(per_cell * static_cast<size_t>(cell.front().length));
+    if (options.progress) options.progress(done / total);
   }
   return result;
 }

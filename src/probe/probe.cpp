@@ -164,6 +164,12 @@ ProbeRequest probe_request_from_json(const nlohmann::json& j, const std::string&
       r.settings[name][key] = std::move(values);
     }
   }
+  // A JSON object has no order: run and report the probes in the registry's.
+  std::vector<std::string> ordered;
+  for (const auto& name : probe_names()) {
+    if (std::find(r.names.begin(), r.names.end(), name) != r.names.end()) ordered.push_back(name);
+  }
+  r.names = std::move(ordered);
   return r;
 }
 
@@ -232,7 +238,18 @@ ProbeMetric metric_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const ProbeValues& v) {
   nlohmann::json j = {{"seed", v.seed}};
-  for (const auto& [key, values] : v.values) j[key] = values;
+  for (const auto& [key, values] : v.values) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const double x : values) {
+      // Whole numbers as integers, so that outputs read "distances": [32, 64].
+      if (std::floor(x) == x && std::abs(x) < 9e15) {
+        list.push_back(static_cast<int64_t>(x));
+      } else {
+        list.push_back(x);
+      }
+    }
+    j[key] = list;
+  }
   return j;
 }
 

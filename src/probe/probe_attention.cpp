@@ -73,8 +73,9 @@ void add_profile(const AttentionStatsAtLength& at, std::vector<ProbeMetric>& met
 
 ProbeRun attention_run(const ProbeSubject& subject, const ProbeValues& v,
                        const ProbeProgressFn& progress) {
-  const auto r =
-      measure_attention_stats(*subject.model, *subject.ids, attention_request(subject, v));
+  auto request = attention_request(subject, v);
+  request.progress = progress;
+  const auto r = measure_attention_stats(*subject.model, *subject.ids, request);
   ProbeRun out;
   out.detail = to_json(r);
   const size_t layers = r.lengths.empty() ? 0 : r.lengths.front().heads.size();
@@ -95,7 +96,6 @@ ProbeRun attention_run(const ProbeSubject& subject, const ProbeValues& v,
                          [](const auto& a, const auto& b) { return a.length < b.length; });
     add_profile(*longest, out.metrics);
   }
-  if (progress) progress(1.0);
   return out;
 }
 

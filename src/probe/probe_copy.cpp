@@ -42,7 +42,9 @@ void copy_check(const ProbeSubject& subject, const ProbeValues& v) {
 
 ProbeRun copy_run(const ProbeSubject& subject, const ProbeValues& v,
                   const ProbeProgressFn& progress) {
-  const CopyProbeResult r = run_copy_probe(*subject.model, *subject.ids, copy_options(subject, v));
+  auto options = copy_options(subject, v);
+  options.progress = progress;
+  const CopyProbeResult r = run_copy_probe(*subject.model, *subject.ids, options);
   ProbeRun out;
   out.detail = to_json(r);
   for (const auto& row : r.rows) {
@@ -59,7 +61,6 @@ ProbeRun copy_run(const ProbeSubject& subject, const ProbeValues& v,
   for (const auto& row : r.rows)
     out.metrics.push_back(
         {"NLL of the control span (nats/token)", "d", double(row.distance), row.nll_control});
-  if (progress) progress(1.0);
   return out;
 }
 

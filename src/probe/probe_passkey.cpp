@@ -55,8 +55,9 @@ void passkey_check(const ProbeSubject& subject, const ProbeValues& v) {
 
 ProbeRun passkey_run(const ProbeSubject& subject, const ProbeValues& v,
                      const ProbeProgressFn& progress) {
-  const auto r = run_passkey_probe(*subject.model, *subject.ids, candidates(subject),
-                                   passkey_options(subject, v));
+  auto options = passkey_options(subject, v);
+  options.progress = progress;
+  const auto r = run_passkey_probe(*subject.model, *subject.ids, candidates(subject), options);
   ProbeRun out;
   out.detail = to_json(r);
   for (const auto& c : r.cells) {
@@ -78,7 +79,6 @@ ProbeRun passkey_run(const ProbeSubject& subject, const ProbeValues& v,
     m.grid_y = c.depth;
     out.metrics.push_back(m);
   }
-  if (progress) progress(1.0);
   return out;
 }
 

@@ -16,12 +16,12 @@ namespace txl {
 namespace {
 
 ProbeValues recl_defaults(const ProbeSubject& subject) {
-  const int64_t step = std::max<int64_t>(1, subject.config->train.tgt_len / 4);
+  const int64_t step = std::max<int64_t>(1, subject.config->train.tgt_len / 2);
   ProbeValues v;
   v.values["first"] = {double(step)};
   v.values["step"] = {double(step)};
   v.values["last"] = {double(std::max(step, longest_length(subject)))};
-  v.values["targets"] = {500};
+  v.values["targets"] = {200};
   v.values["ratios"] = {0.1, 0.5, 1.0};
   v.values["threshold"] = {0.01};
   return v;
@@ -70,15 +70,15 @@ ContextLossTable table_from_json(const nlohmann::json& j, const std::string& nam
 
 ProbeRun recl_run(const ProbeSubject& subject, const ProbeValues& v,
                   const ProbeProgressFn& progress) {
-  const auto table =
-      measure_context_losses(*subject.model, *subject.ids, loss_request(subject, v), "run");
+  auto request = loss_request(subject, v);
+  request.progress = progress;
+  const auto table = measure_context_losses(*subject.model, *subject.ids, request, "run");
   ProbeRun out;
   out.detail = table_json(table);
   const auto means = mean_losses(table).at(0);
   for (size_t k = 0; k < table.contexts.size(); ++k)
     out.metrics.push_back({"mean NLL with exactly c tokens of context (nats)", "c",
                            double(table.contexts[k]), means[k]});
-  if (progress) progress(1.0);
   return out;
 }
 
@@ -97,9 +97,12 @@ std::vector<std::vector<ProbeMetric>> recl_group(const std::vector<nlohmann::jso
     for (const auto& curve : r.curves)
       out[i].push_back({"RECL (tokens)", "r", curve.ratio, double(curve.recl[i])});
     for (const auto& curve : r.curves) {
-      for (const auto& step : curve.steps)
-        out[i].push_back({fmt::format("relative gain from c to c + step, r = {:g}", curve.ratio),
-                          "c", double(step.from), step.relative_gain[i]});
+      for (const auto& step : curve.steps) {
+        ProbeMetric m{fmt::format("relative gain from c to c + step, r = {:g}", curve.ratio), "c",
+                      double(step.from), step.relative_gain[i]};
+        m.in_table = false;  // Figure 3's curve: drawn, and in the JSON
+        out[i].push_back(m);
+      }
     }
   }
   return out;
@@ -116,10 +119,10 @@ Probe recl_probe() {
       "by 1%, relative to the group's best model";
   p.cost = "targets x sum over the grid of c tokens forwarded (each (c, t) its own window)";
   p.options = {
-      {"first", 1, 1 << 24, true, false, "c_0, first context length (default T/4)"},
-      {"step", 1, 1 << 24, true, false, "Delta, grid step (default T/4)"},
+      {"first", 1, 1 << 24, true, false, "c_0, first context length (default T/2)"},
+      {"step", 1, 1 << 24, true, false, "Delta, grid step (default T/2)"},
       {"last", 1, 1 << 24, true, false, "largest context (default: the longest evaluated length)"},
-      {"targets", 1, 1 << 20, true, false, "target positions sampled from the split (default 500)"},
+      {"targets", 1, 1 << 20, true, false, "target positions sampled from the split (default 200)"},
       {"ratios", 1e-6, 1, false, true, "r, fraction of hardest targets (default 0.1,0.5,1)"},
       {"threshold", 0, 1, false, false, "relative gain that continues the search (default 0.01)"}};
   p.defaults = recl_defaults;

@@ -115,6 +115,7 @@ std::vector<std::pair<std::string, double>> metric_rows(
   std::vector<std::pair<std::string, double>> rows;
   for (const auto& run : per_run) {
     for (const auto& m : run) {
+      if (!m.in_table) continue;  // curves and grids: drawn, and in the JSON
       const std::pair<std::string, double> key{m.series, m.x};
       if (std::find(rows.begin(), rows.end(), key) == rows.end()) rows.push_back(key);
     }

@@ -66,8 +66,18 @@ StudyProbeSection probe_section(const Probe& probe, const StudySpec& spec,
   StudyProbeSection section;
   section.probe = probe.name;
   section.description = probe.description;
-  const auto per_cell =
-      probe.group ? group_probe_metrics(probe, spec, cells) : cell_metrics(probe.name, cells);
+  auto per_cell = cell_metrics(probe.name, cells);
+  if (probe.group) {
+    // The group's numbers (RECL over the study's groups at each seed), then the cell's own
+    // (its loss curve); its group-of-one numbers make no sense beside the study's group.
+    auto grouped = group_probe_metrics(probe, spec, cells);
+    for (size_t c = 0; c < per_cell.size(); ++c) {
+      for (const auto& m : per_cell[c]) {
+        if (m.series.find("[this run alone]") == std::string::npos) grouped[c].push_back(m);
+      }
+    }
+    per_cell = std::move(grouped);
+  }
   // values[row][group]: one number per seed.
   std::vector<std::vector<std::vector<double>>> values;
   for (size_t c = 0; c < cells.size(); ++c) {
@@ -157,9 +167,15 @@ json to_json(const StudyProbes& probes) {
 std::vector<std::pair<std::string, PlotSpec>> probe_line_plots(const StudyProbes& probes) {
   std::vector<std::pair<std::string, PlotSpec>> out;
   for (const auto& s : probes.sections) {
-    std::vector<std::string> series;
+    // Curves over whole-number x (lengths, distances, contexts); a table of a few ratios
+    // (RECL at r = 0.1, 0.5, 1) stays a table.
+    std::vector<std::string> series, fractional;
     for (const auto& r : s.rows) {
-      if (r.grid.empty() && whole(r.x) &&
+      if (!whole(r.x)) fractional.push_back(r.series);
+    }
+    for (const auto& r : s.rows) {
+      if (r.grid.empty() &&
+          std::find(fractional.begin(), fractional.end(), r.series) == fractional.end() &&
           std::find(series.begin(), series.end(), r.series) == series.end())
         series.push_back(r.series);
     }

@@ -8,6 +8,7 @@
 #include "cli_harness.h"
 #include "txl/eval/eval_memory.h"
 #include "txl/eval/protocol.h"
+#include "txl/probe/probe.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -121,11 +122,19 @@ TEST(Protocols, TxlProtocolsListsTheRegistry) {
   const auto r = testing::run_txl({"protocols", "--json", dir + "/p.json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(testing::read_text(dir + "/p.json"));
-  ASSERT_EQ(j.size(), eval_protocols().size());
-  for (size_t i = 0; i < j.size(); ++i) {
+  ASSERT_EQ(j["protocols"].size(), eval_protocols().size());
+  for (size_t i = 0; i < j["protocols"].size(); ++i) {
     const auto& p = eval_protocols()[i];
-    EXPECT_EQ(j[i]["name"], p.name);
+    EXPECT_EQ(j["protocols"][i]["name"], p.name);
     EXPECT_NE(r.out.find(p.description), std::string::npos) << p.name;
+  }
+  ASSERT_EQ(j["probes"].size(), probe_registry().size());
+  for (size_t i = 0; i < j["probes"].size(); ++i) {
+    const auto& p = probe_registry()[i];
+    EXPECT_EQ(j["probes"][i]["name"], p.name);
+    EXPECT_EQ(j["probes"][i]["options"].size(), p.options.size());
+    EXPECT_NE(r.out.find(p.description), std::string::npos) << p.name;
+    EXPECT_NE(r.out.find(p.cost), std::string::npos) << p.name;
   }
   testing::cleanup_scratch();
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -48,6 +49,7 @@ struct AttentionStatsRequest {
   uint64_t seed = 1;
   DistanceBuckets buckets;
   ProbeScoreOptions scoring;
+  std::function<void(double)> progress;  // fraction of the tokens forwarded so far; may be empty
 };
 
 struct AttentionStatsAtLength {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct ContextLossRequest {
   int64_t targets = 500;
   uint64_t seed = 1;
   ProbeScoreOptions scoring;
+  std::function<void(double)> progress;  // fraction of the tokens forwarded so far; may be empty
 };
 
 // The table of one model (N = 1), named `name`; the targets are drawn from the positions

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct CopyProbeOptions {
   int64_t count = 200;             // instances per distance
   uint64_t seed = 1;
   ProbeScoreOptions scoring;
+  std::function<void(double)> progress;  // fraction of the tokens forwarded so far; may be empty
 };
 
 struct CopyInstance {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct PasskeyProbeOptions {
   int64_t cue_len = 8;
   uint64_t seed = 1;
   ProbeScoreOptions scoring;
+  std::function<void(double)> progress;  // fraction of the tokens forwarded so far; may be empty
 };
 
 // Where the needle (the first cue) starts in a window of `length` tokens.
