@@ -48,6 +48,11 @@ void check_option_values(const ProbeOptionSpec& spec, const std::vector<double>&
                                    spec.max, spec.doc));
     }
   }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::find(values.begin(), values.begin() + static_cast<long>(i), values[i]) !=
+        values.begin() + static_cast<long>(i))
+      throw InputError(fmt::format("{} lists {:g} twice", name, values[i]));
+  }
 }
 
 // "32,64,128": every part a whole decimal number (no spaces, no trailing text).

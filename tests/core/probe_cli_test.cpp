@@ -144,6 +144,7 @@ TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
       {{"--probes", "copy", "--probe-set", "copy.distances=100000000"}, "copy"},
       {{"--probe-set", "copy.count=2"}, "--probes"},
       {{"--probes", "copy", "--probe-seed", "-1"}, "--probe-seed"},
+      {{"--probes", "copy", "--probe-set", "copy.distances=8,8"}, "copy.distances lists 8 twice"},
   };
   const auto before = testing::read_text(t.rel + "/config.json");
   for (const auto& [extra, needle] : cases) {
