@@ -49,8 +49,12 @@ void print_probes() {
     fmt::print("{:<11} {}\n", p.name, p.description);
     fmt::print("{:<11} cost: {}\n", "", p.cost);
     for (const auto& o : p.options) {
-      fmt::print("{:<11} {}.{}: {} ({}{} to {:g})\n", "", p.name, o.key, o.doc,
-                 o.list ? "values " : "", fmt::format("{:g}", o.min), o.max);
+      // Whole-number options read as such (16777216, not 1.67772e+07).
+      const auto bound = [&](double v) {
+        return o.integer ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
+      };
+      fmt::print("{:<11} {}.{}: {} ({}{} to {})\n", "", p.name, o.key, o.doc,
+                 o.list ? "values " : "", bound(o.min), bound(o.max));
     }
   }
 }

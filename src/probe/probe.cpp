@@ -43,9 +43,12 @@ void check_option_values(const ProbeOptionSpec& spec, const std::vector<double>&
     throw InputError(name + " takes one value, got " + std::to_string(values.size()));
   for (const double v : values) {
     if (!std::isfinite(v) || v < spec.min || v > spec.max || (spec.integer && v != std::floor(v))) {
-      throw InputError(fmt::format("{} = {:g} is not valid; expected {} from {:g} to {:g} ({})",
-                                   name, v, spec.integer ? "a whole number" : "a number", spec.min,
-                                   spec.max, spec.doc));
+      const auto bound = [&](double b) {
+        return spec.integer ? fmt::format("{:.0f}", b) : fmt::format("{:g}", b);
+      };
+      throw InputError(fmt::format("{} = {:g} is not valid; expected {} from {} to {} ({})", name,
+                                   v, spec.integer ? "a whole number" : "a number", bound(spec.min),
+                                   bound(spec.max), spec.doc));
     }
   }
   for (size_t i = 0; i < values.size(); ++i) {

@@ -95,7 +95,8 @@ Probe passkey_probe() {
       {"lengths", 2, 1 << 24, true, true, "window lengths L (default: the evaluated lengths)"},
       {"depths", 0, 1, false, true, "needle depths, 0 = first .. 1 = last (default 0,0.25,..,1)"},
       {"trials", 1, 100000, true, false, "windows per (length, depth) cell (default 20)"},
-      {"key_len", 1, 64, true, false, "tokens of the key (default 5: digits for char runs)"},
+      {"key_len", 1, 64, true, false,
+       "tokens of the key (default 5), drawn from digits or the split's rarest tokens"},
       {"cue_len", 1, 256, true, false, "tokens of the cue (default 8)"}};
   p.defaults = passkey_defaults;
   p.check = passkey_check;

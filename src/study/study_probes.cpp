@@ -126,11 +126,27 @@ std::string format_group_estimate(const ProbeGroupEstimate& e) {
 
 bool whole(double x) { return std::isfinite(x) && x == std::floor(x); }
 
+// Whether sorted positive values grow by a factor of at least 1.5 at every step.
+bool geometric(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  if (xs.size() < 2 || xs.front() <= 0) return false;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (xs[i] < 1.5 * xs[i - 1]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 StudyProbes study_probe_stats(const StudySpec& spec, const std::vector<CellResults>& cells) {
   StudyProbes out;
   out.groups = spec.groups;
+  for (const auto& c : cells) {
+    if (std::find(out.train_lengths.begin(), out.train_lengths.end(), c.train_length) ==
+        out.train_lengths.end())
+      out.train_lengths.push_back(c.train_length);
+  }
   for (const auto& name : spec.eval.probes.names)
     out.sections.push_back(probe_section(find_probe(name, "eval.probes"), spec, cells));
   return out;
@@ -185,12 +201,21 @@ std::vector<std::pair<std::string, PlotSpec>> probe_line_plots(const StudyProbes
       spec.ylabel = name;
       spec.bands = true;
       spec.key_title = "bands: 95% interval over seeds";
+      // Lengths, distances and contexts: the training length marked. A grid with even steps
+      // (RECL's c) reads better on a linear axis than crowded on a log one.
+      std::vector<double> xs;
+      for (const auto& r : s.rows) {
+        if (r.series == name) xs.push_back(r.x);
+      }
+      spec.log_x = geometric(xs);
+      spec.marks = probes.train_lengths;
+      spec.mark_label = "trained at {}";
       for (size_t g = 0; g < probes.groups.size(); ++g) {
         PlotSeries line;
         line.label = probes.groups[g];
         for (const auto& r : s.rows) {
           if (r.series != name || r.groups[g].seeds == 0) continue;
-          spec.xlabel = r.x_name + " (log2 scale)";
+          spec.xlabel = r.x_name + (spec.log_x ? " (log2 scale)" : "");
           const auto& e = r.groups[g];
           line.x.push_back(static_cast<int64_t>(r.x));
           line.y.push_back(e.mean);

@@ -366,3 +366,60 @@ TEST(StudyCli, ThreadsFarAboveTheCoresAreCappedAndSigtermStopsPromptly) {
 
 }  // namespace
 }  // namespace txl::testing
+
+namespace txl::testing {
+namespace {
+
+// eval.probes: every probe runs in every cell; results.json and the report hold each group's
+// mean over seeds (RECL computed over the study's groups at each seed), with plots; a bad
+// probe option is refused naming its key path, before anything is written.
+TEST(StudyCli, ProbesRunInEveryCellAndAreGatheredOverSeeds) {
+  auto f = make_study("study_probes", 4);
+  json spec = json::parse(read_text(f.config));
+  spec["eval"] = {{"methods", {"nonoverlap"}},
+                  {"lengths", {4, 8, 16}},
+                  {"probes",
+                   {{"attention", {{"windows", 2}}},
+                    {"copy", {{"span", 2}, {"distances", {2, 4}}, {"count", 5}}},
+                    {"passkey", {{"lengths", {16}}, {"trials", 2}, {"key_len", 1}, {"cue_len", 2}}},
+                    {"recl", {{"first", 2}, {"step", 2}, {"last", 8}, {"targets", 10}}},
+                    {"seed", 3}}}};
+  write_config(f.config, spec);
+  const std::string out = f.root + "/out";
+  const auto r = study(f, out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(read_text(out + "/results.json"));
+  const json& sections = j["probes"]["probes"];
+  ASSERT_EQ(sections.size(), 4u);
+  // The registry's order, whatever the config's.
+  EXPECT_EQ(sections[0]["probe"], "recl");
+  EXPECT_EQ(sections[3]["probe"], "attention");
+  EXPECT_EQ(sections[1]["options"]["seed"], 3);
+  bool recl_seen = false;
+  for (const auto& row : sections[0]["rows"]) {
+    if (row["series"] != "RECL (tokens)") continue;
+    recl_seen = true;
+    for (const char* group : {"relative", "alibi"}) {
+      EXPECT_EQ(row["groups"][group]["seeds"], 2) << group;
+      const double recl = row["groups"][group]["mean"];
+      EXPECT_GE(recl, 2.0);
+      EXPECT_LE(recl, 8.0);
+    }
+  }
+  EXPECT_TRUE(recl_seen);
+  const std::string report = read_text(out + "/report.md");
+  EXPECT_NE(report.find("## Does the model use the context? Probes"), std::string::npos);
+  EXPECT_NE(report.find("| copy gain (nats/token) | d = 4 |"), std::string::npos) << report;
+  EXPECT_TRUE(cli_fs::is_regular_file(out + "/plots/probe-passkey-key-accuracy-relative.png"));
+  EXPECT_TRUE(cli_fs::is_regular_file(out + "/plots/probe-copy-copy-gain-nats-token.png"));
+
+  spec["eval"]["probes"]["copy"]["count"] = 0;
+  const std::string bad = write_config(f.root + "/bad.json", spec);
+  const auto refused = run_txl({"study", "--config", bad, "--out", f.root + "/bad-out"});
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("eval.probes.copy.count"), std::string::npos) << refused.output;
+  EXPECT_FALSE(cli_fs::exists(f.root + "/bad-out"));
+}
+
+}  // namespace
+}  // namespace txl::testing

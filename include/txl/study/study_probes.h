@@ -43,6 +43,7 @@ struct StudyProbeSection {
 
 struct StudyProbes {
   std::vector<std::string> groups;
+  std::vector<int64_t> train_lengths;       // of the cells (train.tgt_len), marked on the plots
   std::vector<StudyProbeSection> sections;  // in the order the study lists its probes
 };
 
