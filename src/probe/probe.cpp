@@ -91,12 +91,12 @@ const std::vector<double>& ProbeValues::numbers(const std::string& key) const {
   return values_of(*this, key);
 }
 
-const Probe& find_probe(const std::string& name, const std::string& key_path) {
+const Probe& find_probe(std::string_view name, std::string_view key_path) {
   for (const auto& p : probe_registry()) {
     if (name == p.name) return p;
   }
-  throw InputError(key_path + " \"" + name + "\" is not a probe; expected one of " +
-                   join(probe_names()));
+  throw InputError(std::string(key_path) + " \"" + std::string(name) +
+                   "\" is not a probe; expected one of " + join(probe_names()));
 }
 
 std::vector<std::string> probe_names() {

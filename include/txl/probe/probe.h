@@ -22,6 +22,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -108,7 +109,10 @@ struct Probe {
 };
 
 const std::vector<Probe>& probe_registry();
-const Probe& find_probe(const std::string& name, const std::string& key_path);  // InputError
+// The registered probe `name`; InputError naming key_path otherwise. string_view parameters:
+// the result refers to the registry, never to an argument (GCC 14's -Wdangling-reference
+// would suspect a temporary std::string).
+const Probe& find_probe(std::string_view name, std::string_view key_path);
 std::vector<std::string> probe_names();
 
 // What a user asked for: probe names and "probe.key=v1,v2" settings (the CLI), or a study's
