@@ -271,15 +271,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   protocol.fill_result(request, n_targets, result);
   Scorer scorer(result, request.length, request.position_buckets);
 
-  // Restores the caller's train/eval mode on every exit path.
-  struct ModeGuard {
-    TransformerLM& model;
-    bool was_training;
-    ~ModeGuard() { model->train(was_training); }
-  } mode_guard{model, model->is_training()};
-  model->eval();
-  torch::NoGradGuard no_grad;
-  AutocastGuard autocast(request.precision, model->device());
+  EvalModeGuard guard(model, request.precision);
   run_plan(model, stream, protocol.plan(request, n_targets), request, scorer, progress);
   scorer.finish();
   return result;

@@ -75,7 +75,7 @@ AttentionStatsResult measure_attention_stats(TransformerLM& model, const std::ve
                       "which has {}",
                       length, length + 1, n));
     }
-    ProbeRng rng(request.seed ^ (static_cast<uint64_t>(length) * 0x9E3779B97F4A7C15ULL));
+    SplitMix64 rng(request.seed ^ (static_cast<uint64_t>(length) * 0x9E3779B97F4A7C15ULL));
     AttentionStatsAtLength at;
     at.length = length;
     at.buckets = request.buckets;

@@ -76,7 +76,7 @@ ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<
   table.models = {name};
   table.contexts = request.contexts;
   table.seed = request.seed;
-  ProbeRng rng(request.seed);
+  SplitMix64 rng(request.seed);
   table.targets = draw_positions(rng, request.targets, longest, n);
   table.losses.assign(1, {});
   double total = 0, done = 0;  // tokens forwarded: sum of the grid's c

@@ -29,7 +29,7 @@ std::vector<CopyInstance> build_copy_instances(const std::vector<int32_t>& ids, 
         span, distance, stretch, n));
   }
   // A seed per distance, so adding a distance leaves the others' instances as they were.
-  ProbeRng rng(seed * 0x100000001B3ULL + static_cast<uint64_t>(distance));
+  SplitMix64 rng(seed * 0x100000001B3ULL + static_cast<uint64_t>(distance));
   std::vector<CopyInstance> out;
   for (const int64_t start : draw_positions(rng, count, 0, n - stretch + 1)) {
     const auto b = slice(ids, start, span);

@@ -75,10 +75,11 @@ std::vector<int32_t> unused_candidates(const std::vector<int32_t>& candidates,
 
 PasskeyInstance build_one(const std::vector<int32_t>& ids, const std::vector<int32_t>& candidates,
                           const PasskeyProbeOptions& o, int64_t length, double depth,
-                          ProbeRng& rng) {
+                          SplitMix64& rng) {
   const int64_t filler_len = length - 2 * (o.cue_len + o.key_len);
   // Filler then cue: one stretch of the split, so the cue is ordinary text as well.
-  const int64_t start = rng.below(static_cast<int64_t>(ids.size()) - filler_len - o.cue_len + 1);
+  const auto start = static_cast<int64_t>(rng.below(
+      static_cast<size_t>(static_cast<int64_t>(ids.size()) - filler_len - o.cue_len + 1)));
   const std::vector<int32_t> filler(ids.begin() + start, ids.begin() + start + filler_len);
   const std::vector<int32_t> cue(ids.begin() + start + filler_len,
                                  ids.begin() + start + filler_len + o.cue_len);
@@ -94,8 +95,7 @@ PasskeyInstance build_one(const std::vector<int32_t>& ids, const std::vector<int
   PasskeyInstance inst;
   inst.length = length;
   inst.depth = depth;
-  for (int64_t i = 0; i < o.key_len; ++i)
-    inst.key.push_back(usable[static_cast<size_t>(rng.below(static_cast<int64_t>(usable.size())))]);
+  for (int64_t i = 0; i < o.key_len; ++i) inst.key.push_back(usable[rng.below(usable.size())]);
   inst.needle_start = passkey_needle_start(length, depth, o.cue_len, o.key_len);
   inst.key_start = inst.needle_start + o.cue_len;
   auto& w = inst.window;
@@ -118,8 +118,8 @@ std::vector<PasskeyInstance> build_passkey_instances(const std::vector<int32_t>&
     check_passkey_layout(ids, candidates, o, length);
     for (const double depth : o.depths) {
       // A seed per cell: adding a length or a depth leaves the other cells' windows alone.
-      ProbeRng rng(o.seed ^ (static_cast<uint64_t>(length) * 0x9E3779B97F4A7C15ULL) ^
-                   static_cast<uint64_t>(std::llround(depth * 1e6)) * 0xC2B2AE3D27D4EB4FULL);
+      SplitMix64 rng(o.seed ^ (static_cast<uint64_t>(length) * 0x9E3779B97F4A7C15ULL) ^
+                     static_cast<uint64_t>(std::llround(depth * 1e6)) * 0xC2B2AE3D27D4EB4FULL);
       for (int64_t t = 0; t < o.trials; ++t)
         out.push_back(build_one(ids, candidates, o, length, depth, rng));
     }

@@ -5,25 +5,11 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "txl/platform/runtime.h"
+#include "txl/eval/evaluate.h"
 
 namespace txl {
 
-uint64_t ProbeRng::next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-int64_t ProbeRng::below(int64_t n) {
-  if (n < 1) throw std::invalid_argument("ProbeRng::below needs n >= 1");
-  return static_cast<int64_t>(next() % static_cast<uint64_t>(n));
-}
-
-double ProbeRng::unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
-std::vector<int64_t> draw_positions(ProbeRng& rng, int64_t count, int64_t lo, int64_t hi) {
+std::vector<int64_t> draw_positions(SplitMix64& rng, int64_t count, int64_t lo, int64_t hi) {
   if (hi <= lo) throw std::invalid_argument("draw_positions: empty range");
   const int64_t range = hi - lo;
   const bool distinct = count <= range / 2;  // rejection stays cheap
@@ -31,19 +17,12 @@ std::vector<int64_t> draw_positions(ProbeRng& rng, int64_t count, int64_t lo, in
   std::unordered_set<int64_t> seen;
   out.reserve(static_cast<size_t>(count));
   while (static_cast<int64_t>(out.size()) < count) {
-    const int64_t p = lo + rng.below(range);
+    const int64_t p = lo + static_cast<int64_t>(rng.below(static_cast<size_t>(range)));
     if (distinct && !seen.insert(p).second) continue;
     out.push_back(p);
   }
   return out;
 }
-
-ProbeModeGuard::ProbeModeGuard(TransformerLM& model, Precision precision)
-    : model_(model), was_training_(model->is_training()), autocast_(precision, model->device()) {
-  model_->eval();
-}
-
-ProbeModeGuard::~ProbeModeGuard() { model_->train(was_training_); }
 
 namespace {
 
@@ -80,7 +59,7 @@ ScoredWindows score_windows(TransformerLM& model, const std::vector<std::vector<
   const int64_t n = static_cast<int64_t>(windows.front().size());
   const size_t per_batch =
       static_cast<size_t>(std::max<int64_t>(1, options.batch_tokens / (n - 1)));
-  ProbeModeGuard guard(model, options.precision);
+  EvalModeGuard guard(model, options.precision);
   for (size_t first = 0; first < windows.size(); first += per_batch) {
     const size_t count = std::min(per_batch, windows.size() - first);
     const auto w = stack_windows(windows, first, count, model->device());  // [b, n]

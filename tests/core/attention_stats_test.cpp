@@ -32,12 +32,6 @@ TEST(AttentionStats, UniformAttentionHasEntropyLogKAndTheKeysMeanDistance) {
   EXPECT_NEAR(s[0][1].profile[3], 1.0, 1e-12);
 }
 
-std::vector<int32_t> random_ids(int64_t n, int64_t vocab) {
-  torch::manual_seed(11);
-  const auto t = torch::randint(vocab, {n}, torch::kInt32);
-  return {t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + n};
-}
-
 TEST(AttentionStats, ZeroQueriesAttendUniformlyOverTheCausalKeys) {
   for (const auto encoding : {PosEncoding::kNope, PosEncoding::kAbsolute}) {
     SCOPED_TRACE(encoding_traits(encoding).name);
@@ -54,7 +48,7 @@ TEST(AttentionStats, ZeroQueriesAttendUniformlyOverTheCausalKeys) {
     req.lengths = {8};
     req.windows = 3;
     req.buckets = {1, 8};
-    const auto r = measure_attention_stats(model, random_ids(100, 13), req);
+    const auto r = measure_attention_stats(model, testing::random_ids(100, 13), req);
     // Query i sees i + 1 keys uniformly: entropy log(i + 1), distance i / 2.
     double entropy = 0, distance = 0;
     for (int i = 0; i < 8; ++i) {

@@ -87,17 +87,11 @@ TEST(Recl, GroupsNeedTheSameContextsAndTargets) {
   EXPECT_EQ(context_grid(5, 10, 30), (std::vector<int64_t>{5, 15, 25}));
 }
 
-std::vector<int32_t> random_ids(int64_t n, int64_t vocab) {
-  torch::manual_seed(11);
-  const auto t = torch::randint(vocab, {n}, torch::kInt32);
-  return {t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + n};
-}
-
 TEST(Recl, EachLossIsItsTargetScoredWithExactlyCTokensBeforeIt) {
   constexpr int64_t kVocab = 13;
   torch::manual_seed(5);
   TransformerLM model(testing::tiny_model(PosEncoding::kRelative), kVocab);
-  const auto ids = random_ids(200, kVocab);
+  const auto ids = testing::random_ids(200, kVocab);
   ContextLossRequest req;
   req.contexts = {3, 7, 11};
   req.targets = 6;
@@ -130,7 +124,7 @@ TEST(Recl, AModelThatSeesNoContextHasReclAtTheFirstContext) {
     torch::NoGradGuard no_grad;
     for (auto& block : *blind->blocks) block->as<Block>()->attn->out->weight.zero_();
   }
-  const auto ids = random_ids(300, kVocab);
+  const auto ids = testing::random_ids(300, kVocab);
   ContextLossRequest req;
   req.contexts = context_grid(4, 4, 32);
   req.targets = 40;

@@ -49,6 +49,13 @@ struct EncodingName {
   }
 };
 
+// n token ids in [0, vocab), the same for every call (torch seed 11): a split for probes.
+inline std::vector<int32_t> random_ids(int64_t n, int64_t vocab) {
+  torch::manual_seed(11);
+  const auto t = torch::randint(vocab, {n}, torch::kInt32);
+  return {t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + n};
+}
+
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }

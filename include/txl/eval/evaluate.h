@@ -21,8 +21,28 @@
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
 #include "txl/model/transformer.h"
+#include "txl/platform/runtime.h"
 
 namespace txl {
+
+// What every evaluation runs under, restored on every exit path: the model in eval mode (its
+// train/eval mode given back afterwards), no gradients, and autocast for bf16.
+class EvalModeGuard {
+ public:
+  EvalModeGuard(TransformerLM& model, Precision precision)
+      : model_(model), was_training_(model->is_training()), autocast_(precision, model->device()) {
+    model_->eval();
+  }
+  ~EvalModeGuard() { model_->train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  TransformerLM& model_;
+  bool was_training_;
+  torch::NoGradGuard no_grad_;
+  AutocastGuard autocast_;
+};
 
 // The evaluation protocols (protocol.h holds what each one is; a new one adds a value here).
 enum class EvalMethod { kNonOverlap, kSliding, kMemory };

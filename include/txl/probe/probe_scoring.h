@@ -15,42 +15,14 @@
 #include "txl/config/config.h"
 #include "txl/eval/interval.h"
 #include "txl/model/attention_observer.h"
+#include "txl/model/sampling.h"
 #include "txl/model/transformer.h"
-#include "txl/platform/runtime.h"
 
 namespace txl {
 
-// SplitMix64: the same draws on every platform for a seed.
-class ProbeRng {
- public:
-  explicit ProbeRng(uint64_t seed) : state_(seed) {}
-  uint64_t next();
-  int64_t below(int64_t n);  // uniform in [0, n), n >= 1 (plain modulo, as interval.h)
-  double unit();             // uniform in [0, 1)
-
- private:
-  uint64_t state_;
-};
-
 // `count` starts drawn uniformly from [lo, hi) (hi > lo), distinct while the range allows,
 // in the order drawn.
-std::vector<int64_t> draw_positions(ProbeRng& rng, int64_t count, int64_t lo, int64_t hi);
-
-// Restores the model's train/eval mode on every exit path; eval mode and no gradients for
-// its lifetime, and autocast for bf16.
-class ProbeModeGuard {
- public:
-  ProbeModeGuard(TransformerLM& model, Precision precision);
-  ~ProbeModeGuard();
-  ProbeModeGuard(const ProbeModeGuard&) = delete;
-  ProbeModeGuard& operator=(const ProbeModeGuard&) = delete;
-
- private:
-  TransformerLM& model_;
-  bool was_training_;
-  torch::NoGradGuard no_grad_;
-  AutocastGuard autocast_;
-};
+std::vector<int64_t> draw_positions(SplitMix64& rng, int64_t count, int64_t lo, int64_t hi);
 
 struct ProbeScoreOptions {
   int64_t batch_tokens = 8192;  // windows per forward pass = max(1, batch_tokens / (n - 1))
