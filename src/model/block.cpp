@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "txl/model/fused_attention.h"
 #include "txl/model/kernels.h"
 #include "txl/model/positional.h"
 
@@ -38,7 +39,12 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                     const torch::Tensor& v, const PositionContext& pos) {
   const int64_t query_len = q.size(2);
-  auto scores = score->scores(q, k, pos);  // [B, H, Q, K]
+  const auto terms = score->terms(q, k, pos);
+  // The fused pass has no attention dropout and shows no probabilities to an observer.
+  const bool dropping = dropatt_ > 0 && is_training();
+  if (!dropping && pos.observer == nullptr && fused_attention_applies(v))
+    return fused_attention(terms, v, pos.mem_len);  // [B, H, Q, D]
+  auto scores = materialize(terms);                 // [B, H, Q, K]
   // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
   scores.masked_fill_(causal_mask(query_len, pos.mem_len, q.device()),
                       -std::numeric_limits<float>::infinity());

@@ -3,12 +3,28 @@
 #include <algorithm>
 
 #include "txl/model/kernels.h"
+#include "txl/model/positional.h"
 
 namespace txl {
 
-torch::Tensor ContentScore::scores(const torch::Tensor& q, const torch::Tensor& k,
-                                   const PositionContext& /*pos*/) {
-  return batched_matmul(q, k.transpose(-1, -2));  // [B, H, Q, K]
+torch::Tensor materialize(const ScoreTerms& terms) {
+  auto s = batched_matmul(terms.query, terms.key.transpose(-1, -2));  // [B, H, Q, K]
+  // In place: s is a fresh product no backward formula needs, and this keeps one
+  // [B, H, Q, K] tensor alive instead of three (matters at long evaluation windows).
+  if (terms.shifted.defined()) s.add_(rel_shift_padded(terms.shifted));
+  // Broadcast over the batch: one [H, Q, K] tensor, not a second [B, H, Q, K].
+  if (terms.bias.defined()) s.add_(terms.bias.unsqueeze(0));
+  return s;
+}
+
+torch::Tensor PositionScoreImpl::scores(const torch::Tensor& q, const torch::Tensor& k,
+                                        const PositionContext& pos) {
+  return materialize(terms(q, k, pos));
+}
+
+ScoreTerms ContentScore::terms(const torch::Tensor& q, const torch::Tensor& k,
+                               const PositionContext& /*pos*/) {
+  return {q, k, {}, {}};
 }
 
 torch::Tensor PositionInputImpl::apply(const torch::Tensor& h, int64_t /*mem_len*/,

@@ -9,8 +9,9 @@
 // model/encodings/, one file each.
 //
 // Shapes follow the legend in positional.h. Queries arrive already multiplied by
-// 1/sqrt(D), so the result is the scaled score. scores() returns a fresh tensor that no
-// backward formula needs: attention masks it in place.
+// 1/sqrt(D), so the result is the scaled score. An encoding gives its score as terms
+// (ScoreTerms); scores() adds them up into a fresh tensor that no backward formula needs
+// (attention masks it in place), and the fused attention reads them without doing so.
 #pragma once
 
 #include <torch/torch.h>
@@ -59,19 +60,38 @@ int64_t attention_query_block(int64_t batch, int64_t heads, int64_t query_len, i
 PositionContext block_context(const PositionContext& pos, int64_t first, int64_t block_len,
                               int64_t key_len);
 
+// An attention logit as the sum of the three kinds of term the encodings are made of:
+//   s[b, h, i, j] = query[b, h, i] . key[b, h, j]                 every encoding
+//                 + shifted[b, h, i, j + Q-1-i]                   relative encodings
+//                 + bias[h, i, j]                                 bias encodings
+// `shifted` holds one score per query and distance (column c = distance K-1-c, one spare
+// column), so rel_shift is the index j + Q-1-i (positional.h, rel_shift_padded). The fused
+// attention (fused_attention.h) reads the terms where they lie; materialize() adds them up.
+struct ScoreTerms {
+  torch::Tensor query;    // [B, H, Q, D] pre-scaled, content biases added
+  torch::Tensor key;      // [B, H, K, D]
+  torch::Tensor shifted;  // [B, H, Q, K+1], each [Q, K+1] matrix contiguous; or undefined
+  torch::Tensor bias;     // [H, Q, K] (the same for every batch row) or undefined
+};
+
+// The terms added up, a fresh tensor (entries j > M + i: garbage, for causal_mask). -> [B, H, Q, K]
+torch::Tensor materialize(const ScoreTerms& terms);
+
 class PositionScoreImpl : public torch::nn::Module {
  public:
-  // q: [B, H, Q, D] (pre-scaled), k: [B, H, K, D]                          -> [B, H, Q, K]
-  virtual torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
-                               const PositionContext& pos) = 0;
+  // q: [B, H, Q, D] (pre-scaled), k: [B, H, K, D]                     -> the terms of [B, H, Q, K]
+  virtual ScoreTerms terms(const torch::Tensor& q, const torch::Tensor& k,
+                           const PositionContext& pos) = 0;
+  // The scores themselves: materialize(terms(q, k, pos)).                  -> [B, H, Q, K]
+  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k, const PositionContext& pos);
 };
 
 // The content term alone, q . k: encodings whose positions live elsewhere (at the input)
 // or nowhere.
 class ContentScore : public PositionScoreImpl {
  public:
-  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
-                       const PositionContext& pos) override;
+  ScoreTerms terms(const torch::Tensor& q, const torch::Tensor& k,
+                   const PositionContext& pos) override;
 };
 
 class PositionInputImpl : public torch::nn::Module {

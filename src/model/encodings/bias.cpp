@@ -13,11 +13,9 @@ torch::Tensor query_key_distances(int64_t query_len, int64_t mem_len, int64_t cl
   return clamp_len > 0 ? n.clamp_max(clamp_len) : n;
 }
 
-torch::Tensor BiasScore::scores(const torch::Tensor& q, const torch::Tensor& k,
-                                const PositionContext& pos) {
-  auto s = batched_matmul(q, k.transpose(-1, -2));  // [B, H, Q, K]
-  // In place, broadcast over the batch: one [H, Q, K] tensor, not a second [B, H, Q, K].
-  return s.add_(bias(q.size(2), pos, q.device()).unsqueeze(0));
+ScoreTerms BiasScore::terms(const torch::Tensor& q, const torch::Tensor& k,
+                            const PositionContext& pos) {
+  return {q, k, {}, bias(q.size(2), pos, q.device())};
 }
 
 }  // namespace txl

@@ -14,21 +14,18 @@ RelativeScore::RelativeScore(int64_t n_head, int64_t d_head, double init_std)
   v = register_parameter("v", torch::randn({n_head, d_head}) * init_std);
 }
 
-torch::Tensor RelativeScore::scores(const torch::Tensor& q, const torch::Tensor& k,
-                                    const PositionContext& pos) {
+ScoreTerms RelativeScore::terms(const torch::Tensor& q, const torch::Tensor& k,
+                                const PositionContext& pos) {
   const int64_t key_len = k.size(2);
   // q is pre-scaled by 1/sqrt(D); the biases are too, so score = (q + u).k / sqrt(D).
   auto u_s = (u * scale_).view({1, n_head_, 1, d_head_}).to(q.dtype());
   auto v_s = (v * scale_).view({1, n_head_, 1, d_head_}).to(q.dtype());
-  auto ac = batched_matmul(q + u_s, k.transpose(-1, -2));  // [B, H, Q, K]
   // One zero distance key past the last makes the position scores come out with the spare
   // column rel_shift_padded needs, so the shift is a view instead of two [B, H, Q, K] copies.
   auto r = distance_keys(key_len, pos).to(q.dtype());                       // [H, K, D]
   auto r_pad = torch::constant_pad_nd(r, {0, 0, 0, 1});                     // [H, K+1, D]
   auto bd = batched_matmul(q + v_s, r_pad.transpose(-1, -2).unsqueeze(0));  // [B, H, Q, K+1]
-  // In place: ac is a fresh product no backward formula needs, and this keeps one [B, H, Q, K]
-  // tensor alive instead of three (matters at long evaluation windows).
-  return ac.add_(rel_shift_padded(bd));  // [B, H, Q, K]
+  return {q + u_s, k, bd, {}};
 }
 
 SinusoidRelativeScore::SinusoidRelativeScore(int64_t d_model, int64_t n_head, int64_t d_head,

@@ -55,12 +55,12 @@ torch::Tensor rotate(const torch::Tensor& x, int64_t first, const RopeFrequencie
   return x * cos + rotated_half * sin;                                  // [..., T, D]
 }
 
-torch::Tensor RopeScore::scores(const torch::Tensor& q, const torch::Tensor& k,
-                                const PositionContext& pos) {
+ScoreTerms RopeScore::terms(const torch::Tensor& q, const torch::Tensor& k,
+                            const PositionContext& pos) {
   const RopeFrequencies f = rope_frequencies(d_head_, base_, pos.aid, pos.aid_scale, pos.train_len);
-  auto qr = rotate(q, pos.mem_len, f);              // [B, H, Q, D] positions M..K-1
-  auto kr = rotate(k, 0, f);                        // [B, H, K, D] positions 0..K-1
-  return batched_matmul(qr, kr.transpose(-1, -2));  // [B, H, Q, K]
+  auto qr = rotate(q, pos.mem_len, f);  // [B, H, Q, D] positions M..K-1
+  auto kr = rotate(k, 0, f);            // [B, H, K, D] positions 0..K-1
+  return {qr, kr, {}, {}};
 }
 
 }  // namespace txl

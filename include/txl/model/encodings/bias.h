@@ -16,8 +16,8 @@ torch::Tensor query_key_distances(int64_t query_len, int64_t mem_len, int64_t cl
 
 class BiasScore : public PositionScoreImpl {
  public:
-  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
-                       const PositionContext& pos) override;
+  ScoreTerms terms(const torch::Tensor& q, const torch::Tensor& k,
+                   const PositionContext& pos) override;
   // The bias of every head for this pass (already on the scores' scale).   -> [H, Q, K]
   virtual torch::Tensor bias(int64_t query_len, const PositionContext& pos,
                              const torch::Device& device) = 0;

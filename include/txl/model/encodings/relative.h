@@ -16,8 +16,8 @@ namespace txl {
 class RelativeScore : public PositionScoreImpl {
  public:
   RelativeScore(int64_t n_head, int64_t d_head, double init_std);
-  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
-                       const PositionContext& pos) override;
+  ScoreTerms terms(const torch::Tensor& q, const torch::Tensor& k,
+                   const PositionContext& pos) override;
   // Key vectors for distances K-1, ..., 0 (scaled like q is not: raw projections). -> [H, K, D]
   virtual torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) = 0;
 

@@ -32,8 +32,8 @@ torch::Tensor rotate(const torch::Tensor& x, int64_t first, const RopeFrequencie
 class RopeScore : public PositionScoreImpl {
  public:
   RopeScore(int64_t d_head, double base) : d_head_(d_head), base_(base) {}
-  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k,
-                       const PositionContext& pos) override;
+  ScoreTerms terms(const torch::Tensor& q, const torch::Tensor& k,
+                   const PositionContext& pos) override;
 
  private:
   int64_t d_head_;

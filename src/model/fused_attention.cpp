@@ -1,0 +1,226 @@
+#include "txl/model/fused_attention.h"
+
+#include <ATen/core/LegacyTypeDispatch.h>
+
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <string>
+
+#include "txl/model/positional.h"
+#include "txl/platform/parallel.h"
+#include "txl/platform/runtime.h"
+
+namespace txl {
+
+namespace {
+
+// The [Q, K] view rel_shift reads of one head's [Q, K+1] position scores (positional.h):
+// element [i, j] is m[i, j + Q-1-i]. Every element of m but the first Q-1 and the last is
+// read by exactly one element of the view.
+torch::Tensor shifted_view(const torch::Tensor& m) {
+  const int64_t q = m.size(0), k = m.size(1) - 1;
+  return m.as_strided({q, k}, {k, 1}, m.storage_offset() + (q - 1));
+}
+
+// The operands, detached, and what a head's pass needs besides.
+struct Operands {
+  torch::Tensor query, key, value;  // [B, H, Q | K, D]
+  torch::Tensor shifted;            // [B, H, Q, K+1] or undefined
+  torch::Tensor bias;               // [H, Q, K] or undefined
+  torch::Tensor mask;               // [Q, K] true where j > M + i
+  int64_t batch, heads, query_len, key_len, d_head;
+};
+
+Operands operands(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+                  const torch::Tensor& shifted, const torch::Tensor& bias, int64_t mem_len) {
+  Operands o;
+  o.query = query.detach();
+  o.key = key.detach();
+  o.value = value.detach();
+  o.batch = query.size(0);
+  o.heads = query.size(1);
+  o.query_len = query.size(2);
+  o.key_len = key.size(2);
+  o.d_head = query.size(3);
+  if (shifted.numel() > 0) {
+    o.shifted = shifted.detach();
+    if (o.shifted.stride(-1) != 1 || o.shifted.stride(-2) != o.key_len + 1)
+      o.shifted = o.shifted.contiguous();
+  }
+  if (bias.numel() > 0) o.bias = bias.detach();
+  o.mask = causal_mask(o.query_len, mem_len, query.device());
+  return o;
+}
+
+// Calls f(b, h) for every head of every batch row, the heads split over the threads; inside,
+// operators run single-threaded and below autograd. init() runs once per chunk of heads
+// first and done() after it, on the chunk's thread.
+template <typename Init, typename F, typename Done>
+void for_each_head(const Operands& o, Init init, F f, Done done) {
+  parallel_chunks(o.batch * o.heads, 1, [&](int64_t begin, int64_t end) {
+    torch::NoGradGuard no_grad;
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    auto state = init();
+    for (int64_t item = begin; item < end; ++item) f(state, item / o.heads, item % o.heads);
+    done(state);
+  });
+}
+
+// One head's logits: query . key + shifted + bias, the future masked.            -> s [Q, K]
+void head_logits(const Operands& o, int64_t b, int64_t h, torch::Tensor& s) {
+  at::mm_out(s, o.query[b][h], o.key[b][h].t());
+  if (o.shifted.defined()) s.add_(shifted_view(o.shifted[b][h]));
+  if (o.bias.defined()) s.add_(o.bias[h]);
+  s.masked_fill_(o.mask, -std::numeric_limits<float>::infinity());
+}
+
+// out [B, Q, H, D] = softmax(logits) . value per head; the probabilities go to probs
+// [B, H, Q, K] when it is defined (for the backward), else to a scratch matrix per thread.
+void forward_pass(const Operands& o, torch::Tensor& out, const torch::Tensor& probs) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  struct Scratch {
+    torch::Tensor s, p;  // [Q, K]
+  };
+  for_each_head(
+      o,
+      [&] {
+        Scratch t{torch::empty({o.query_len, o.key_len}, f32), {}};
+        if (!probs.defined()) t.p = torch::empty({o.query_len, o.key_len}, f32);
+        return t;
+      },
+      [&](Scratch& t, int64_t b, int64_t h) {
+        head_logits(o, b, h, t.s);
+        auto p = probs.defined() ? probs[b][h] : t.p;  // [Q, K]
+        at::_softmax_out(p, t.s, 1, false);
+        auto o_bh = out[b].select(1, h);  // [Q, D], rows H*D apart
+        at::mm_out(o_bh, p, o.value[b][h]);
+      },
+      [](Scratch&) {});
+}
+
+// The gradients, each defined where the input needs one.
+struct Grads {
+  torch::Tensor query, key, value, shifted, bias;
+};
+
+// Per head, with p the probabilities and g the output's gradient [Q, D]:
+//   dV = p^T g     dp = g V^T     ds = p * (dp - rowsum(dp * p))   (zero where p = 0)
+//   dQuery = ds Key     dKey = ds^T Query     dShifted[i, j + Q-1-i] = ds[i, j]
+//   dBias = sum over the batch of ds.
+void backward_pass(const Operands& o, const torch::Tensor& probs, const torch::Tensor& g,
+                   Grads& d) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  const int64_t q_len = o.query_len, k_len = o.key_len;
+  std::mutex bias_mutex;
+  struct Scratch {
+    torch::Tensor dp, ds, bias;  // [Q, K], [Q, K], this chunk's [H, Q, K] bias gradient
+  };
+  for_each_head(
+      o,
+      [&] {
+        Scratch t{torch::empty({q_len, k_len}, f32), torch::empty({q_len, k_len}, f32), {}};
+        if (d.bias.defined()) t.bias = torch::zeros_like(d.bias);
+        return t;
+      },
+      [&](Scratch& t, int64_t b, int64_t h) {
+        const auto p = probs[b][h];  // [Q, K]
+        const auto g_bh = g[b][h];   // [Q, D]
+        if (d.value.defined()) {
+          auto dv = d.value[b][h];
+          at::mm_out(dv, p.t(), g_bh);
+        }
+        at::mm_out(t.dp, g_bh, o.value[b][h].t());
+        at::_softmax_backward_data_out(t.ds, t.dp, p, 1, torch::kFloat32);
+        if (d.query.defined()) {
+          auto dq = d.query[b][h];
+          at::mm_out(dq, t.ds, o.key[b][h]);
+        }
+        if (d.key.defined()) {
+          auto dk = d.key[b][h];
+          at::mm_out(dk, t.ds.t(), o.query[b][h]);
+        }
+        if (d.shifted.defined()) {
+          auto m = d.shifted[b][h];  // [Q, K+1]
+          shifted_view(m).copy_(t.ds);
+          auto flat = m.view({-1});  // the Q elements no logit reads
+          flat.narrow(0, 0, q_len - 1).zero_();
+          flat.narrow(0, flat.numel() - 1, 1).zero_();
+        }
+        if (t.bias.defined()) t.bias[h].add_(t.ds);
+      },
+      [&](Scratch& t) {
+        if (!t.bias.defined()) return;
+        std::lock_guard<std::mutex> lock(bias_mutex);
+        d.bias.add_(t.bias);
+      });
+}
+
+// Inputs that are absent come as empty tensors: autograd functions take no undefined ones.
+class FusedAttention : public torch::autograd::Function<FusedAttention> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& query,
+                               const torch::Tensor& key, const torch::Tensor& value,
+                               const torch::Tensor& shifted, const torch::Tensor& bias,
+                               int64_t mem_len) {
+    const auto o = operands(query, key, value, shifted, bias, mem_len);
+    auto out = torch::empty({o.batch, o.query_len, o.heads, o.d_head}, query.options());
+    auto probs = torch::empty({o.batch, o.heads, o.query_len, o.key_len}, query.options());
+    forward_pass(o, out, probs);
+    ctx->save_for_backward({query, key, value, shifted, bias, probs});
+    ctx->saved_data["mem_len"] = mem_len;
+    return out.permute({0, 2, 1, 3});  // [B, H, Q, D]
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto o = operands(saved[0], saved[1], saved[2], saved[3], saved[4],
+                            ctx->saved_data["mem_len"].toInt());
+    const auto needs = [&](size_t i) { return ctx->needs_input_grad(i) && saved[i].numel() > 0; };
+    Grads d;
+    if (needs(0)) d.query = torch::empty(o.query.sizes(), o.query.options());
+    if (needs(1)) d.key = torch::empty(o.key.sizes(), o.key.options());
+    if (needs(2)) d.value = torch::empty(o.value.sizes(), o.value.options());
+    if (needs(3)) d.shifted = torch::empty(o.shifted.sizes(), o.shifted.options());
+    if (needs(4)) d.bias = torch::zeros(o.bias.sizes(), o.bias.options());
+    backward_pass(o, saved[5], grads[0].detach(), d);
+    return {d.query, d.key, d.value, d.shifted, d.bias, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_attention_applies(const torch::Tensor& v) {
+  const char* off = std::getenv("TXL_FUSED_ATTENTION");
+  if (off != nullptr && std::string(off) == "0") return false;
+  return v.is_cpu() && v.scalar_type() == torch::kFloat32 &&
+         !autocast_enabled(c10::DeviceType::CPU);
+}
+
+torch::Tensor fused_attention(const ScoreTerms& terms, const torch::Tensor& v, int64_t mem_len) {
+  const auto& q = terms.query;
+  TORCH_CHECK(q.dim() == 4 && terms.key.dim() == 4 && v.sizes() == terms.key.sizes() &&
+                  q.size(0) == v.size(0) && q.size(1) == v.size(1) && q.size(3) == v.size(3) &&
+                  v.size(2) == q.size(2) + mem_len,
+              "fused_attention needs query [B, H, Q, D], key and value [B, H, Q+M, D], got ",
+              q.sizes(), ", ", terms.key.sizes(), ", ", v.sizes(), " with M = ", mem_len);
+  const auto none = torch::empty({0}, q.options());
+  const auto shifted = terms.shifted.defined() ? terms.shifted : none;
+  const auto bias = terms.bias.defined() ? terms.bias : none;
+  for (const auto* t : {&terms.key, &v, &shifted, &bias}) {
+    TORCH_CHECK(t->scalar_type() == torch::kFloat32 && t->is_cpu() && q.is_cpu() &&
+                    q.scalar_type() == torch::kFloat32,
+                "fused_attention takes float32 CPU tensors");
+  }
+  const bool grad = torch::GradMode::is_enabled() &&
+                    (q.requires_grad() || terms.key.requires_grad() || v.requires_grad() ||
+                     shifted.requires_grad() || bias.requires_grad());
+  if (grad) return FusedAttention::apply(q, terms.key, v, shifted, bias, mem_len);
+  const auto o = operands(q, terms.key, v, shifted, bias, mem_len);
+  auto out = torch::empty({o.batch, o.query_len, o.heads, o.d_head}, q.options());
+  forward_pass(o, out, torch::Tensor());
+  return out.permute({0, 2, 1, 3});  // [B, H, Q, D]
+}
+
+}  // namespace txl
