@@ -3,11 +3,10 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <cstdlib>
-#include <limits>
 #include <mutex>
 #include <string>
 
-#include "txl/model/positional.h"
+#include "txl/model/causal_softmax.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
 
@@ -28,8 +27,7 @@ struct Operands {
   torch::Tensor query, key, value;  // [B, H, Q | K, D]
   torch::Tensor shifted;            // [B, H, Q, K+1] or undefined
   torch::Tensor bias;               // [H, Q, K] or undefined
-  torch::Tensor mask;               // [Q, K] true where j > M + i
-  int64_t batch, heads, query_len, key_len, d_head;
+  int64_t batch, heads, query_len, key_len, d_head, mem_len;
 };
 
 Operands operands(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
@@ -43,13 +41,13 @@ Operands operands(const torch::Tensor& query, const torch::Tensor& key, const to
   o.query_len = query.size(2);
   o.key_len = key.size(2);
   o.d_head = query.size(3);
+  o.mem_len = mem_len;
   if (shifted.numel() > 0) {
     o.shifted = shifted.detach();
     if (o.shifted.stride(-1) != 1 || o.shifted.stride(-2) != o.key_len + 1)
       o.shifted = o.shifted.contiguous();
   }
   if (bias.numel() > 0) o.bias = bias.detach();
-  o.mask = causal_mask(o.query_len, mem_len, query.device());
   return o;
 }
 
@@ -67,12 +65,11 @@ void for_each_head(const Operands& o, Init init, F f, Done done) {
   });
 }
 
-// One head's logits: query . key + shifted + bias, the future masked.            -> s [Q, K]
+// One head's logits: query . key + shifted + bias (the future too: the softmax skips it).
 void head_logits(const Operands& o, int64_t b, int64_t h, torch::Tensor& s) {
-  at::mm_out(s, o.query[b][h], o.key[b][h].t());
+  at::mm_out(s, o.query[b][h], o.key[b][h].t());  // [Q, K]
   if (o.shifted.defined()) s.add_(shifted_view(o.shifted[b][h]));
   if (o.bias.defined()) s.add_(o.bias[h]);
-  s.masked_fill_(o.mask, -std::numeric_limits<float>::infinity());
 }
 
 // out [B, Q, H, D] = softmax(logits) . value per head; the probabilities go to probs
@@ -91,8 +88,9 @@ void forward_pass(const Operands& o, torch::Tensor& out, const torch::Tensor& pr
       },
       [&](Scratch& t, int64_t b, int64_t h) {
         head_logits(o, b, h, t.s);
-        auto p = probs.defined() ? probs[b][h] : t.p;  // [Q, K]
-        at::_softmax_out(p, t.s, 1, false);
+        auto p = probs.defined() ? probs[b][h] : t.p;  // [Q, K], contiguous
+        causal_softmax(t.s.data_ptr<float>(), p.data_ptr<float>(), o.query_len, o.key_len,
+                       o.key_len, o.mem_len);
         auto o_bh = out[b].select(1, h);  // [Q, D], rows H*D apart
         at::mm_out(o_bh, p, o.value[b][h]);
       },

@@ -1,0 +1,34 @@
+// The softmax of causal attention rows, for the fused attention (fused_attention.h).
+#pragma once
+
+#include <cstdint>
+
+#include "txl/platform/cpu.h"
+
+namespace txl {
+
+// The instruction sets the kernels below are compiled for (one copy each).
+enum class VectorIsa { kBaseline, kAvx2, kAvx512 };
+const char* to_string(VectorIsa isa);
+
+// The widest copy `cpu` can run: AVX-512 (F, BW, DQ, VL), else AVX2 with FMA, else baseline.
+// Decided from detect_cpu_flags() once per process (TXL_CPU_FLAGS applies).
+VectorIsa vector_isa_for(const CpuFlags& cpu);
+VectorIsa vector_isa();
+
+// For each row i of a [rows, cols] logit matrix (rows `ld` floats apart), the keys j < n_i =
+// min(offset + i + 1, cols) are visible (causal attention: offset = M):
+//   p[i, j] = exp(s[i, j] - max_j' s[i, j']) / sum_j' exp(s[i, j'] - max)   for j < n_i
+//   p[i, j] = 0                                                             for j >= n_i
+// A term below e^-60 of the row's largest is 0 (no denormals). s and p may be the same memory. The
+// masked keys are never read, so they need no -inf fill. exp is fast_exp's polynomial, which the
+// compiler vectorises.
+void causal_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
+                    int64_t offset, VectorIsa isa = vector_isa());
+
+// exp(x[j]) into y[j] for j < n, for x <= 0 (below -87: exp(-87), about 1.6e-38):
+// Cody-Waite reduction to 2^k exp(r), |r| <= ln2 / 2, and a degree-6 polynomial for exp(r).
+// Within a few float ulps of exp (tested). Exposed for that test.
+void fast_exp(const float* x, float* y, int64_t n, VectorIsa isa = vector_isa());
+
+}  // namespace txl

@@ -1,0 +1,158 @@
+#include "txl/model/causal_softmax.h"
+
+#include <algorithm>
+#include <cstring>
+
+// Each kernel is compiled three times, for baseline x86-64, AVX2 and AVX-512, and the copy is
+// chosen at run time from the CPU's flags: the binary assumes nothing about the machine.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TXL_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define TXL_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
+#define TXL_HAS_ISA_COPIES 1
+#else
+#define TXL_HAS_ISA_COPIES 0
+#endif
+#define TXL_INLINE inline __attribute__((always_inline))
+
+namespace txl {
+
+namespace {
+
+constexpr int kLanes = 16;  // independent accumulators: one or two vector registers' worth
+
+// exp(x) for one element, written so a loop of it vectorises (no calls, no branches).
+TXL_INLINE float exp_element(float x) {
+  x = std::max(x, -87.0f);
+  const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  const float r = x - k * 0.693359375f + k * 2.12194440e-4f;  // x - k ln 2, in two parts
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;  // 2^k, k >= -126
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+TXL_INLINE void exp_body(const float* x, float* y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] = exp_element(x[j]);
+}
+
+TXL_INLINE float row_max(const float* x, int64_t n) {
+  float acc[kLanes];
+  std::fill(acc, acc + kLanes, x[0]);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] = std::max(acc[l], x[j + l]);
+  float m = x[0];
+  for (; j < n; ++j) m = std::max(m, x[j]);
+  for (int l = 0; l < kLanes; ++l) m = std::max(m, acc[l]);
+  return m;
+}
+
+// Below e^-60 of the row's largest term a term is 0: 19 orders of magnitude below what the
+// float sum resolves, and it keeps denormals (about 100 cycles an operation on x86) out of
+// the normalisation and of the backward's products.
+constexpr float kNegligible = -60.0f;
+
+// y[j] = exp(x[j] - shift), 0 where that is below e^kNegligible; returns the sum of the y.
+TXL_INLINE float exp_sum(const float* x, float shift, float* y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float d = x[j] - shift;
+    y[j] = d < kNegligible ? 0.0f : exp_element(d);
+  }
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += y[j + l];
+  float sum = 0;
+  for (; j < n; ++j) sum += y[j];
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+TXL_INLINE void softmax_body(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
+                             int64_t offset) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = s + i * ld;
+    float* y = p + i * ld;
+    const int64_t n = std::min(offset + i + 1, cols);
+    const float factor = 1.0f / exp_sum(x, row_max(x, n), y, n);
+    for (int64_t j = 0; j < n; ++j) y[j] *= factor;
+    std::fill(y + n, y + cols, 0.0f);
+  }
+}
+
+using SoftmaxFn = void (*)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
+using ExpFn = void (*)(const float*, float*, int64_t);
+
+void softmax_baseline(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
+                      int64_t offset) {
+  softmax_body(s, p, rows, cols, ld, offset);
+}
+void exp_baseline(const float* x, float* y, int64_t n) { exp_body(x, y, n); }
+
+#if TXL_HAS_ISA_COPIES
+TXL_TARGET_AVX2 void softmax_avx2(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
+                                  int64_t offset) {
+  softmax_body(s, p, rows, cols, ld, offset);
+}
+TXL_TARGET_AVX2 void exp_avx2(const float* x, float* y, int64_t n) { exp_body(x, y, n); }
+TXL_TARGET_AVX512 void softmax_avx512(const float* s, float* p, int64_t rows, int64_t cols,
+                                      int64_t ld, int64_t offset) {
+  softmax_body(s, p, rows, cols, ld, offset);
+}
+TXL_TARGET_AVX512 void exp_avx512(const float* x, float* y, int64_t n) { exp_body(x, y, n); }
+#endif
+
+}  // namespace
+
+const char* to_string(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::kAvx512:
+      return "avx512";
+    case VectorIsa::kAvx2:
+      return "avx2";
+    case VectorIsa::kBaseline:
+      break;
+  }
+  return "baseline";
+}
+
+VectorIsa vector_isa_for(const CpuFlags& cpu) {
+  if (!TXL_HAS_ISA_COPIES) return VectorIsa::kBaseline;
+  if (cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl && cpu.avx2 && cpu.fma)
+    return VectorIsa::kAvx512;
+  if (cpu.avx2 && cpu.fma) return VectorIsa::kAvx2;
+  return VectorIsa::kBaseline;
+}
+
+VectorIsa vector_isa() {
+  static const VectorIsa isa = vector_isa_for(detect_cpu_flags());
+  return isa;
+}
+
+void causal_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
+                    int64_t offset, VectorIsa isa) {
+  SoftmaxFn f = softmax_baseline;
+#if TXL_HAS_ISA_COPIES
+  if (isa == VectorIsa::kAvx512) f = softmax_avx512;
+  if (isa == VectorIsa::kAvx2) f = softmax_avx2;
+#endif
+  f(s, p, rows, cols, ld, offset);
+}
+
+void fast_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
+  ExpFn f = exp_baseline;
+#if TXL_HAS_ISA_COPIES
+  if (isa == VectorIsa::kAvx512) f = exp_avx512;
+  if (isa == VectorIsa::kAvx2) f = exp_avx2;
+#endif
+  f(x, y, n);
+}
+
+}  // namespace txl
