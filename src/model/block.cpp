@@ -6,6 +6,7 @@
 #include "txl/model/fused_attention.h"
 #include "txl/model/kernels.h"
 #include "txl/model/positional.h"
+#include "txl/model/sdpa_attention.h"
 
 namespace txl {
 
@@ -40,11 +41,13 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
                                     const torch::Tensor& v, const PositionContext& pos) {
   const int64_t query_len = q.size(2);
   const auto terms = score->terms(q, k, pos);
-  // The fused pass has no attention dropout and shows no probabilities to an observer.
+  // The fast paths have no attention dropout and show no probabilities to an observer.
   const bool dropping = dropatt_ > 0 && is_training();
-  if (!dropping && pos.observer == nullptr && fused_attention_applies(v))
-    return fused_attention(terms, v, pos.mem_len);  // [B, H, Q, D]
-  auto scores = materialize(terms);                 // [B, H, Q, K]
+  if (!dropping && pos.observer == nullptr) {
+    if (fused_attention_applies(v)) return fused_attention(terms, v, pos.mem_len);  // [B, H, Q, D]
+    if (sdpa_attention_applies(terms, v)) return sdpa_attention(terms, v, pos.mem_len);
+  }
+  auto scores = materialize(terms);  // [B, H, Q, K]
   // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
   scores.masked_fill_(causal_mask(query_len, pos.mem_len, q.device()),
                       -std::numeric_limits<float>::infinity());

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "txl/model/causal_softmax.h"
+#include "txl/model/vector_kernels.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "txl/model/vector_kernels.h"
 #include "txl/platform/onednn.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
@@ -166,17 +167,31 @@ void for_row_blocks(int64_t rows, int64_t vocab,
   });
 }
 
+// Whether the loss's float32 row kernels (vector_kernels.h) take these logits: float32 rows
+// of contiguous entries. Others (bf16) take LibTorch's operators.
+bool float_rows(const torch::Tensor& logits) {
+  return logits.scalar_type() == torch::kFloat32 && logits.stride(1) == 1;
+}
+
 // nll[i] = logsumexp(logits[i]) - logits[i, t_i] and lse[i] = logsumexp(logits[i]), both
 // float32 [N] (lse only when defined).
 void nll_and_lse(const torch::Tensor& logits_in, const torch::Tensor& targets, torch::Tensor nll,
                  torch::Tensor lse) {
   const auto logits = logits_in.detach();
-  for_row_blocks(logits.size(0), logits.size(1), [&](int64_t first, int64_t n, torch::Tensor& s) {
-    auto logp = s.narrow(0, 0, n);
+  const int64_t vocab = logits.size(1);
+  for_row_blocks(logits.size(0), vocab, [&](int64_t first, int64_t n, torch::Tensor& s) {
     const auto block = logits.narrow(0, first, n);
-    torch::log_softmax_out(logp, block, 1, torch::kFloat32);  // [n, V]
     const auto t = targets.narrow(0, first, n).unsqueeze(1);  // [n, 1]
     auto block_nll = nll.narrow(0, first, n);                 // [n]
+    if (float_rows(logits)) {
+      auto block_lse = lse.defined() ? lse.narrow(0, first, n) : torch::empty({n}, s.options());
+      log_sum_exp_rows(block.data_ptr<float>(), n, vocab, block.stride(0),
+                       block_lse.data_ptr<float>(), s.data_ptr<float>());
+      torch::sub_out(block_nll, block_lse, block.gather(1, t).squeeze(1));
+      return;
+    }
+    auto logp = s.narrow(0, 0, n);
+    torch::log_softmax_out(logp, block, 1, torch::kFloat32);  // [n, V]
     torch::neg_out(block_nll, logp.gather(1, t).squeeze(1));
     if (lse.defined()) {
       // log p_t = z_t - lse, so lse = z_t + nll.
@@ -203,17 +218,25 @@ class TokenNll : public torch::autograd::Function<TokenNll> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto logits = saved[0].detach();                                   // [N, V]
-    const auto& targets = saved[1];                                          // [N]
-    const auto& lse = saved[2];                                              // [N]
-    const auto g = grads[0].detach().to(torch::kFloat32).unsqueeze(1);       // [N, 1]
-    auto grad = torch::empty_like(logits, torch::MemoryFormat::Contiguous);  // [N, V]
+    const auto logits = saved[0].detach();                                           // [N, V]
+    const auto& targets = saved[1];                                                  // [N]
+    const auto& lse = saved[2];                                                      // [N]
+    const auto g = grads[0].detach().to(torch::kFloat32).contiguous().unsqueeze(1);  // [N, 1]
+    auto grad = torch::empty_like(logits, torch::MemoryFormat::Contiguous);          // [N, V]
     const bool fp32 = logits.scalar_type() == torch::kFloat32;
-    for_row_blocks(logits.size(0), logits.size(1), [&](int64_t first, int64_t n, torch::Tensor& s) {
+    const int64_t vocab = logits.size(1);
+    for_row_blocks(logits.size(0), vocab, [&](int64_t first, int64_t n, torch::Tensor& s) {
       auto p = fp32 ? grad.narrow(0, first, n) : s.narrow(0, 0, n);  // [n, V]
       const auto g_b = g.narrow(0, first, n);                        // [n, 1]
-      torch::sub_out(p, logits.narrow(0, first, n), lse.narrow(0, first, n).unsqueeze(1));
-      p.exp_().mul_(g_b);
+      if (float_rows(logits)) {
+        const auto z = logits.narrow(0, first, n);
+        scaled_softmax_rows(z.data_ptr<float>(), lse.data_ptr<float>() + first,
+                            g_b.data_ptr<float>(), n, vocab, z.stride(0), p.data_ptr<float>(),
+                            vocab);
+      } else {
+        torch::sub_out(p, logits.narrow(0, first, n), lse.narrow(0, first, n).unsqueeze(1));
+        p.exp_().mul_(g_b);
+      }
       p.scatter_add_(1, targets.narrow(0, first, n).unsqueeze(1), -g_b);
       if (!fp32) grad.narrow(0, first, n).copy_(p);
     });

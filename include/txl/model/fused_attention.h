@@ -8,7 +8,7 @@
 // tensors through memory in the forward and six in the backward. rel_shift is an index
 // (a strided view of each head's [Q, K+1] position scores), so its backward writes the
 // gradient in place instead of filling a zero [B, H, Q, K+1] tensor and scattering into it;
-// the softmax (causal_softmax.h) reads only the visible keys of each row, so there is no
+// the softmax (vector_kernels.h) reads only the visible keys of each row, so there is no
 // mask to fill, and masked entries get a zero gradient from the softmax backward itself
 // (p = 0 there). The forward keeps the probabilities for the backward (what the other path keeps
 // too); without gradients it keeps nothing but one head's scores per thread.

@@ -1,6 +1,7 @@
-#include "txl/model/causal_softmax.h"
+#include "txl/model/vector_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 // Each kernel is compiled three times, for baseline x86-64, AVX2 and AVX-512, and the copy is
@@ -87,27 +88,70 @@ TXL_INLINE void softmax_body(const float* s, float* p, int64_t rows, int64_t col
   }
 }
 
-using SoftmaxFn = void (*)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
-using ExpFn = void (*)(const float*, float*, int64_t);
-
-void softmax_baseline(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
-                      int64_t offset) {
-  softmax_body(s, p, rows, cols, ld, offset);
+TXL_INLINE void lse_body(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,
+                         float* scratch) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = z + i * ld;
+    const float top = row_max(x, n);
+    lse[i] = top + std::log(exp_sum(x, top, scratch, n));
+  }
 }
-void exp_baseline(const float* x, float* y, int64_t n) { exp_body(x, y, n); }
 
+TXL_INLINE void scaled_softmax_body(const float* z, const float* lse, const float* scale,
+                                    int64_t rows, int64_t n, int64_t ld_z, float* out,
+                                    int64_t ld_out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = z + i * ld_z;
+    float* y = out + i * ld_out;
+    const float shift = lse[i], factor = scale[i];
+    for (int64_t j = 0; j < n; ++j) {
+      const float d = x[j] - shift;
+      y[j] = (d < kNegligible ? 0.0f : exp_element(d)) * factor;
+    }
+  }
+}
+
+// Every kernel in one table per instruction set, each entry calling the inlined body, so the
+// body is compiled for that set.
+struct Kernels {
+  void (*softmax)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
+  void (*exp)(const float*, float*, int64_t);
+  void (*lse)(const float*, int64_t, int64_t, int64_t, float*, float*);
+  void (*scaled_softmax)(const float*, const float*, const float*, int64_t, int64_t, int64_t,
+                         float*, int64_t);
+};
+
+#define TXL_KERNEL_TABLE(NAME, TARGET)                                                         \
+  TARGET void NAME##_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld, \
+                             int64_t offset) {                                                 \
+    softmax_body(s, p, rows, cols, ld, offset);                                                \
+  }                                                                                            \
+  TARGET void NAME##_exp(const float* x, float* y, int64_t n) { exp_body(x, y, n); }           \
+  TARGET void NAME##_lse(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,      \
+                         float* scratch) {                                                     \
+    lse_body(z, rows, n, ld, lse, scratch);                                                    \
+  }                                                                                            \
+  TARGET void NAME##_scaled_softmax(const float* z, const float* lse, const float* scale,      \
+                                    int64_t rows, int64_t n, int64_t ld_z, float* out,         \
+                                    int64_t ld_out) {                                          \
+    scaled_softmax_body(z, lse, scale, rows, n, ld_z, out, ld_out);                            \
+  }                                                                                            \
+  constexpr Kernels NAME = {NAME##_softmax, NAME##_exp, NAME##_lse, NAME##_scaled_softmax};
+
+TXL_KERNEL_TABLE(baseline, )
 #if TXL_HAS_ISA_COPIES
-TXL_TARGET_AVX2 void softmax_avx2(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
-                                  int64_t offset) {
-  softmax_body(s, p, rows, cols, ld, offset);
-}
-TXL_TARGET_AVX2 void exp_avx2(const float* x, float* y, int64_t n) { exp_body(x, y, n); }
-TXL_TARGET_AVX512 void softmax_avx512(const float* s, float* p, int64_t rows, int64_t cols,
-                                      int64_t ld, int64_t offset) {
-  softmax_body(s, p, rows, cols, ld, offset);
-}
-TXL_TARGET_AVX512 void exp_avx512(const float* x, float* y, int64_t n) { exp_body(x, y, n); }
+TXL_KERNEL_TABLE(avx2, TXL_TARGET_AVX2)
+TXL_KERNEL_TABLE(avx512, TXL_TARGET_AVX512)
 #endif
+
+const Kernels& kernels(VectorIsa isa) {
+#if TXL_HAS_ISA_COPIES
+  if (isa == VectorIsa::kAvx512) return avx512;
+  if (isa == VectorIsa::kAvx2) return avx2;
+#endif
+  (void)isa;
+  return baseline;
+}
 
 }  // namespace
 
@@ -138,21 +182,19 @@ VectorIsa vector_isa() {
 
 void causal_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,
                     int64_t offset, VectorIsa isa) {
-  SoftmaxFn f = softmax_baseline;
-#if TXL_HAS_ISA_COPIES
-  if (isa == VectorIsa::kAvx512) f = softmax_avx512;
-  if (isa == VectorIsa::kAvx2) f = softmax_avx2;
-#endif
-  f(s, p, rows, cols, ld, offset);
+  kernels(isa).softmax(s, p, rows, cols, ld, offset);
 }
 
-void fast_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
-  ExpFn f = exp_baseline;
-#if TXL_HAS_ISA_COPIES
-  if (isa == VectorIsa::kAvx512) f = exp_avx512;
-  if (isa == VectorIsa::kAvx2) f = exp_avx2;
-#endif
-  f(x, y, n);
+void fast_exp(const float* x, float* y, int64_t n, VectorIsa isa) { kernels(isa).exp(x, y, n); }
+
+void log_sum_exp_rows(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,
+                      float* scratch, VectorIsa isa) {
+  kernels(isa).lse(z, rows, n, ld, lse, scratch);
+}
+
+void scaled_softmax_rows(const float* z, const float* lse, const float* scale, int64_t rows,
+                         int64_t n, int64_t ld_z, float* out, int64_t ld_out, VectorIsa isa) {
+  kernels(isa).scaled_softmax(z, lse, scale, rows, n, ld_z, out, ld_out);
 }
 
 }  // namespace txl

@@ -1,7 +1,8 @@
-// The fused attention's softmax (model/causal_softmax.h) in every instruction-set copy this
-// CPU can run: fast_exp against exp in double, causal_softmax against LibTorch's softmax of
-// the masked logits; and the choice of copy over the flag sets of CPUs this one is not.
-#include "txl/model/causal_softmax.h"
+// The row kernels (model/vector_kernels.h) in every instruction-set copy this CPU can run:
+// fast_exp against exp in double, causal_softmax against LibTorch's softmax of the masked
+// logits, the loss's rows against logsumexp and softmax; and the choice of copy over the flag
+// sets of CPUs this one is not.
+#include "txl/model/vector_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,29 @@ TEST(CausalSoftmax, MaskedLogitsAreNeverRead) {
   auto p = torch::empty({rows, cols});
   causal_softmax(s.data_ptr<float>(), p.data_ptr<float>(), rows, cols, cols, offset);
   EXPECT_TRUE(torch::equal(p, expected));
+}
+
+TEST(LossRows, LogSumExpAndScaledSoftmaxEqualLibTorchEveryCopy) {
+  const int64_t rows = 9, vocab = 37, ld = 40;
+  auto z = torch::randn({rows, ld}) * 6.0;
+  z[3].fill_(-1000.0f);
+  z[3][5] = 2.0f;  // one row whose other terms are all negligible
+  const auto zv = z.narrow(1, 0, vocab);
+  const auto want_lse = torch::logsumexp(zv.to(torch::kFloat64), 1);
+  const auto scale = torch::rand({rows}) - 0.5;
+  const auto want_p = torch::softmax(zv.to(torch::kFloat64), 1) * scale.unsqueeze(1);
+  for (const auto isa : runnable_copies()) {
+    auto lse = torch::empty({rows});
+    auto scratch = torch::empty({vocab});
+    log_sum_exp_rows(z.data_ptr<float>(), rows, vocab, ld, lse.data_ptr<float>(),
+                     scratch.data_ptr<float>(), isa);
+    EXPECT_LT(testing::max_abs_diff(lse, want_lse), 2e-6) << to_string(isa);
+    auto p = torch::empty({rows, vocab});
+    scaled_softmax_rows(z.data_ptr<float>(), lse.data_ptr<float>(), scale.data_ptr<float>(), rows,
+                        vocab, ld, p.data_ptr<float>(), vocab, isa);
+    EXPECT_LT(testing::max_abs_diff(p, want_p), 1e-6) << to_string(isa);
+    EXPECT_EQ(p[3][4].item<float>(), 0.0f);  // e^-1002: exactly 0, no denormal
+  }
 }
 
 TEST(VectorIsa, WidestCopyTheFlagsAllow) {

@@ -1,4 +1,8 @@
-// The softmax of causal attention rows, for the fused attention (fused_attention.h).
+// Row kernels over float32 memory where LibTorch 1.13's operators leave time on the table:
+// the softmax of causal attention rows (the fused attention, fused_attention.h) and the
+// log-sum-exp and softmax rows of the loss (token_nll, kernels.h). exp is fast_exp's
+// polynomial, which the compiler vectorises; each kernel is compiled for AVX-512, AVX2 and
+// baseline x86-64 and the copy is chosen from the CPU's flags at run time.
 #pragma once
 
 #include <cstdint>
@@ -30,5 +34,16 @@ void causal_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_
 // Cody-Waite reduction to 2^k exp(r), |r| <= ln2 / 2, and a degree-6 polynomial for exp(r).
 // Within a few float ulps of exp (tested). Exposed for that test.
 void fast_exp(const float* x, float* y, int64_t n, VectorIsa isa = vector_isa());
+
+// lse[i] = log sum_j exp(z[i, j]) over the n entries of each row (rows `ld` floats apart),
+// shifted by the row's max; terms below e^-60 of the max count as 0. scratch: n floats.
+void log_sum_exp_rows(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,
+                      float* scratch, VectorIsa isa = vector_isa());
+
+// out[i, j] = exp(z[i, j] - lse[i]) * scale[i] (0 where the exponent is below -60): softmax
+// rows times a factor each, the loss's gradient but for the target's -scale[i].
+void scaled_softmax_rows(const float* z, const float* lse, const float* scale, int64_t rows,
+                         int64_t n, int64_t ld_z, float* out, int64_t ld_out,
+                         VectorIsa isa = vector_isa());
 
 }  // namespace txl
