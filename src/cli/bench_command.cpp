@@ -44,7 +44,7 @@ struct BenchCommandOptions {
   int64_t long_length = 4096;
   int64_t long_passes = 2;
   std::string encodings;   // "all" or a comma list: step time of each, side by side
-  int64_t rounds = 1;      // --encodings: passes over the list (fastest round kept)
+  int64_t rounds = 1;      // --encodings: --steps per round, steps of all encodings in turn
   bool long_only = false;  // child mode: only the long window, result to --json
   bool profile = false;
 };
@@ -161,59 +161,69 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   if (!path.empty()) write_output_file(path, "--json", j.dump(2) + "\n");
 }
 
-// Every chosen encoding at the same shape, in this process, one after the other: training
-// step time, its ratio to absolute's (when absolute is among them) and evaluation time.
-// Memory is off for all (absolute has none), so every encoding attends over tgt_len keys.
+// Every chosen encoding at the same shape, in this process, their steps taken in turn:
+// median and fastest training step, their ratios to absolute's (when absolute is among them)
+// and evaluation time. Memory is off for all (absolute has none), so every encoding attends
+// over tgt_len keys.
 int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
   BenchOptions options;
   options.vocab_size = o.vocab;
   options.steps = o.steps;
   options.warmup = o.warmup;
-  // Rounds interleave the encodings, so a burst of other work on the machine hits them all;
-  // each keeps its fastest round.
   const auto encodings = chosen_encodings(o.encodings);
   std::vector<Config> configs;
   for (const auto encoding : encodings) configs.push_back(encoding_bench_config(base, encoding));
-  std::vector<BenchResult> results(encodings.size());
-  for (int64_t round = 0; round < o.rounds; ++round) {
-    for (size_t e = 0; e < encodings.size(); ++e) {
-      const Config& c = configs[e];
-      fmt::print(stderr, "bench {} (round {} of {}) ...\n", to_string(encodings[e]), round + 1,
-                 o.rounds);
-      auto r = run_bench(c, options);
-      if (round == 0 || r.ms_per_step < results[e].ms_per_step) results[e] = std::move(r);
-    }
-  }
-  double absolute_ms = 0;
+  fmt::print(stderr, "bench {}: {} x {} steps each, one step of each encoding in turn ...\n",
+             o.encodings, o.rounds, o.steps);
+  const auto results = run_interleaved_bench(configs, options, o.rounds);
+  // Ratios between medians (and between fastest steps): the steps of all encodings were
+  // taken in turn, so a burst of other work on the machine falls on all of them alike.
+  const BenchResult* absolute = nullptr;
   for (const auto& r : results) {
-    if (r.pos_encoding == "absolute") absolute_ms = r.ms_per_step;
+    if (r.pos_encoding == "absolute") absolute = &r;
   }
   const auto& m = base.model;
   fmt::print(
       "encodings    {} layers, d_model {}, {} heads x {}, batch {} x tgt_len {}, no memory, "
-      "{}, {} threads, {} steps after {} warm-up, fastest of {} rounds\n",
+      "{}, {} threads, {} steps each after {} warm-up, one step of each encoding in turn\n",
       m.n_layer, m.d_model, m.n_head, m.d_head, base.train.batch_size, base.train.tgt_len,
       results.empty() ? "" : results[0].precision, results.empty() ? 0 : results[0].threads,
-      o.steps, o.warmup, o.rounds);
+      o.steps * o.rounds, o.warmup);
   fmt::print("cpu          {}\n", results.empty() ? "" : results[0].cpu_model);
   if (!results.empty() && results[0].device != "cpu")
     fmt::print("device       {}\n", results[0].device);
-  fmt::print("  {:<18} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "encoding", "ms/step", "x absolute",
-             "tok/s", "eval ms", "parameters");
+  fmt::print("  {:<18} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "encoding", "median ms",
+             "fastest ms", "x absolute", "(fastest)", "tok/s", "eval ms", "parameters");
   auto rows = nlohmann::json::array();
   for (const auto& r : results) {
-    const double ratio = absolute_ms > 0 ? r.ms_per_step / absolute_ms : 0.0;
-    fmt::print("  {:<18} {:>10.1f} {:>10} {:>10.0f} {:>12.1f} {:>12}\n", r.pos_encoding,
-               r.ms_per_step, absolute_ms > 0 ? fmt::format("{:.3f}", ratio) : "-",
-               r.train_tokens_per_s, r.eval_ms_per_pass, r.parameters);
     auto j = r.to_json();
-    if (absolute_ms > 0) j["ratio_to_absolute"] = ratio;
+    std::string ratio = "-", fastest_ratio = "-";
+    if (absolute != nullptr) {
+      const double median = r.step_ms.median_ms / absolute->step_ms.median_ms;
+      const double fastest = r.step_ms.min_ms / absolute->step_ms.min_ms;
+      ratio = fmt::format("{:.3f}", median);
+      fastest_ratio = fmt::format("{:.3f}", fastest);
+      j["ratio_to_absolute"] = median;
+      j["fastest_ratio_to_absolute"] = fastest;
+    }
+    fmt::print("  {:<18} {:>10.1f} {:>10.1f} {:>10} {:>10} {:>10.0f} {:>12.1f} {:>12}\n",
+               r.pos_encoding, r.step_ms.median_ms, r.step_ms.min_ms, ratio, fastest_ratio,
+               r.batch * r.query_len / (r.step_ms.median_ms / 1000.0), r.eval_ms_per_pass,
+               r.parameters);
     rows.push_back(j);
   }
   fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
              results.empty() ? 0.0 : results.back().load_average);
   write_json(o.json_path, {{"encodings", rows}});
   return 0;
+}
+
+// What a protocol's row of the bench measured, as `txl eval` would be asked for it.
+std::string eval_rate_setting(const std::string& method, const BenchResult& r) {
+  if (method == "sliding") return fmt::format("L {}, stride {}", r.query_len, r.query_len / 2);
+  if (method == "memory")
+    return fmt::format("L {}, mem {} x {} streams", r.query_len, r.mem_len, r.batch);
+  return fmt::format("L {}, {} windows a pass", r.query_len, r.batch);
 }
 
 // The bench's table: shapes, train and eval timings, memory, FLOPs and MFU, the profile.
@@ -232,23 +242,26 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
       "warm-up\n",
       r.batch, r.query_len, r.mem_len, r.precision, r.threads, r.steps, r.warmup);
   fmt::print(
-      "train        {:8.1f} ms/step | {:8.0f} tok/s | cpu {:.1f} ms/step | forward {:.1f}, "
-      "backward {:.1f}, "
-      "clip {:.1f}, optimizer {:.1f} ms\n",
-      r.ms_per_step, r.train_tokens_per_s, r.cpu_ms_per_step, r.phases.forward_ms,
-      r.phases.backward_ms, r.phases.clip_ms, r.phases.optimizer_ms);
-  fmt::print(
-      "eval         {:8.1f} ms/pass | {:8.0f} tok/s | cpu {:.1f} ms/pass (memory {}, no "
-      "gradients)\n",
-      r.eval_ms_per_pass, r.eval_tokens_per_s, r.eval_cpu_ms_per_pass, r.mem_len);
+      "train        {:8.1f} ms/step | {:8.0f} tok/s | median {:.1f}, fastest {:.1f} ms/step | cpu "
+      "{:.1f} ms/step | forward {:.1f}, backward {:.1f}, clip {:.1f}, optimizer {:.1f} ms\n",
+      r.ms_per_step, r.train_tokens_per_s, r.step_ms.median_ms, r.step_ms.min_ms, r.cpu_ms_per_step,
+      r.phases.forward_ms, r.phases.backward_ms, r.phases.clip_ms, r.phases.optimizer_ms);
+  for (const auto& e : r.eval_rates) {
+    fmt::print(
+        "eval {:<10} {:8.0f} tok/s | {:.2f}x training (median step) | {} passes, median {:.1f} ms, "
+        "fastest {:.1f} of {} evaluations | {}\n",
+        e.method, e.tokens_per_s, e.ratio_to_train, e.passes, e.ms.median_ms, e.ms.min_ms,
+        e.ms.count, eval_rate_setting(e.method, r));
+  }
   fmt::print("memory       peak RSS {:.0f} MB\n", r.peak_rss_mb);
   fmt::print("flops/token  train {:.2f} M, eval {:.2f} M; {}\n", r.flops.train_per_token / 1e6,
              r.flops.eval_per_token / 1e6, r.flops.formula);
   fmt::print(
       "achieved     train {:.1f} GFLOP/s, eval {:.1f} GFLOP/s | GEMM peak {} {:.1f} GFLOP/s "
-      "(1024^3, best of LibTorch and oneDNN) | MFU train {:.1f}%, eval {:.1f}%\n",
+      "(1024^3, best of LibTorch and oneDNN) | MFU train {:.1f}% (median step {:.1f}%), eval "
+      "{:.1f}%\n",
       r.achieved_gflops, r.eval_achieved_gflops, r.precision, r.gemm_peak_gflops, 100.0 * r.mfu,
-      100.0 * r.eval_mfu);
+      100.0 * r.mfu_median_step, 100.0 * r.eval_mfu);
   fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
              r.load_average);
   if (profile) {
@@ -378,7 +391,8 @@ void setup_bench(CLI::App& app, int& exit_code) {
                   "all or a comma list: the training step of each encoding at this shape (no "
                   "memory), side by side with its ratio to absolute");
   cmd->add_option("--rounds", c->rounds,
-                  "--encodings: passes over the list, interleaved; each keeps its fastest")
+                  "--encodings: rounds of --steps timed steps per encoding, one step of each "
+                  "encoding in turn")
       ->capture_default_str();
   cmd->add_flag("--long-only", c->long_only,
                 "Only the long window of the config's encoding, in this process");

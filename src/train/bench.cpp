@@ -1,12 +1,18 @@
+// The bench's runs: models trained on random tokens step by step, evaluations timed per
+// protocol, the GEMM peak around them (bench.h; the results' arithmetic is bench_result.cpp).
 #include "txl/train/bench.h"
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 
 #include "txl/config/encodings.h"
+#include "txl/eval/evaluate.h"
+#include "txl/eval/protocol.h"
+#include "txl/eval/request.h"
 #include "txl/model/transformer.h"
 #include "txl/platform/device.h"
 #include "txl/platform/gemm_rate.h"
@@ -31,88 +37,6 @@ torch::ScalarType gemm_dtype(Precision precision) {
   return precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
-}  // namespace
-
-FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, int64_t query_len,
-                      int64_t mem_len) {
-  const double L = m.n_layer, C = m.d_model, H = m.n_head, D = m.d_head, F = m.d_inner;
-  const double V = vocab_size, B = batch, Q = query_len, M = mem_len, K = M + Q;
-  // Multiply-accumulates per token; see the formula in bench.h.
-  const double n = L * (4 * C * H * D + 2 * C * F) + C * V;
-  const double attn = L * 2 * H * D * K;
-  // The encoding's own work, per layer, from its traits (config/encodings.cpp).
-  const PositionCost cost = encoding_traits(m.pos_encoding).cost(m, B, Q, K);
-  const double pos = L * cost.score, proj = L * cost.table, proj_train_flops = cost.table_train;
-  const double kv_mem = L * 2 * C * H * D * M / Q;
-  FlopCount f;
-  f.matmul_params = n;
-  f.eval_per_token = 2 * (n + attn + pos + kv_mem + proj);
-  f.train_per_token = 6 * (n + attn + pos) + 4 * kv_mem + proj_train_flops * proj;
-  f.formula = fmt::format(
-      "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + kv_mem + "
-      "proj); "
-      "MACs/token: N = L*(4*C*H*D + 2*C*F) + C*V = {:.0f}, attn = L*2*H*D*K = {:.0f}, "
-      "pos = L*H*D*K = {:.0f}, kv_mem = L*2*C*H*D*M/Q = {:.0f}, proj = {:.0f} "
-      "(L={} C={} H={} D={} F={} V={} B={} Q={} M={} K={})",
-      proj_train_flops, n, attn, pos, kv_mem, proj, m.n_layer, m.d_model, m.n_head, m.d_head,
-      m.d_inner, vocab_size, batch, query_len, mem_len, mem_len + query_len);
-  return f;
-}
-
-nlohmann::json BenchResult::to_json() const {
-  nlohmann::json j = {
-      {"device", device},
-      {"cpu_model", cpu_model},
-      {"cpu_flags", cpu_flags},
-      {"bf16_support", bf16_support},
-      {"precision", precision},
-      {"threads", threads},
-      {"pos_encoding", pos_encoding},
-      {"parameters", parameters},
-      {"vocab_size", vocab_size},
-      {"batch_size", batch},
-      {"tgt_len", query_len},
-      {"mem_len", mem_len},
-      {"steps", steps},
-      {"warmup", warmup},
-      {"ms_per_step", ms_per_step},
-      {"cpu_ms_per_step", cpu_ms_per_step},
-      {"train_tokens_per_s", train_tokens_per_s},
-      {"eval_ms_per_pass", eval_ms_per_pass},
-      {"eval_cpu_ms_per_pass", eval_cpu_ms_per_pass},
-      {"eval_tokens_per_s", eval_tokens_per_s},
-      {"peak_rss_mb", peak_rss_mb},
-      {"matmul_params", flops.matmul_params},
-      {"flops_per_token", flops.train_per_token},
-      {"eval_flops_per_token", flops.eval_per_token},
-      {"flops_formula", flops.formula},
-      {"achieved_gflops", achieved_gflops},
-      {"eval_achieved_gflops", eval_achieved_gflops},
-      {"gemm_peak_gflops", gemm_peak_gflops},
-      {"onednn_direct", onednn_direct},
-      {"mfu", mfu},
-      {"eval_mfu", eval_mfu},
-      {"load_average", load_average},
-      {"phases_ms",
-       {{"forward", phases.forward_ms},
-        {"backward", phases.backward_ms},
-        {"clip", phases.clip_ms},
-        {"optimizer", phases.optimizer_ms}}},
-  };
-  if (!profile.empty()) {
-    auto rows = nlohmann::json::array();
-    for (const auto& op : profile) {
-      rows.push_back({{"name", op.name},
-                      {"calls", op.calls},
-                      {"self_ms", op.self_ms},
-                      {"total_ms", op.total_ms}});
-    }
-    j["profile"] = {{"profiled_ms", profiled_ms}, {"ops", rows}};
-  }
-  return j;
-}
-
-namespace {
 
 // The machine and the shapes: what every bench result starts with.
 BenchResult describe_bench(const Config& config, const BenchOptions& o) {
@@ -144,14 +68,52 @@ Clock::time_point finished(const torch::Device& device) {
   return Clock::now();
 }
 
-// One training step on random tokens, as train_model (trainer.cpp) takes it: forward with
-// the memory carried, backward, clipping, AdamW; adds each phase's wall time to `total`.
-void timed_step(TransformerLM& model, torch::optim::AdamW& optimizer, const Config& config,
-                const BenchOptions& o, const BenchResult& r, Memory& memory, StepPhases& total) {
+// One config's model with its optimizer, training memory and the timings taken so far.
+struct BenchModel {
+  Config config;
+  BenchResult result;
+  TransformerLM model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  Memory memory;
+  StepPhases phases;                         // summed over the timed steps
+  double train_cpu_ms = 0.0;                 // summed over the timed steps
+  std::vector<std::vector<double>> eval_ms;  // per protocol of result.eval_rates
+  std::vector<double> eval_cpu_ms;           // per protocol, summed over the repeats
+  std::vector<EvalRequest> eval_requests;    // per protocol
+};
+
+// The model of `config` (seeded as training seeds it), its optimizer and its FLOP count.
+std::unique_ptr<BenchModel> make_bench_model(const Config& config, const BenchOptions& o) {
   const auto& tc = config.train;
+  auto b = std::make_unique<BenchModel>();
+  b->config = config;
+  b->result = describe_bench(config, o);
+  BenchResult& r = b->result;
+  const torch::Device device = resolve_device(tc.device, "train.device");
+  prepare_device(device);
+  r.device = device.str();
+  torch::manual_seed(static_cast<uint64_t>(tc.seed));
+  b->model = make_model(config.model, o.vocab_size, device);
+  r.parameters = count_parameters(*b->model);
+  r.mem_len = b->model->has_memory() ? tc.mem_len : 0;
+  r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
+  b->optimizer = std::make_unique<torch::optim::AdamW>(
+      b->model->parameters(), torch::optim::AdamWOptions(tc.lr).weight_decay(tc.weight_decay));
+  b->model->train();
+  return b;
+}
+
+// One training step on random tokens, as train_model (trainer.cpp) takes it: forward with
+// the memory carried, backward, clipping, AdamW. With `timed`, its wall time, CPU time and
+// phases are recorded.
+void train_step(BenchModel& b, const BenchOptions& o, bool timed) {
+  const auto& tc = b.config.train;
+  const BenchResult& r = b.result;
+  TransformerLM& model = b.model;
   const torch::Device device = model->device();
   const auto inputs = random_tokens(r, o.vocab_size, device);
   const auto targets = random_tokens(r, o.vocab_size, device);
+  const double cpu0 = process_cpu_seconds();
   const auto t0 = finished(device);
   torch::Tensor loss;
   {
@@ -159,9 +121,9 @@ void timed_step(TransformerLM& model, torch::optim::AdamW& optimizer, const Conf
     ForwardOptions fwd;
     fwd.targets = targets;
     fwd.keep_memory = r.mem_len;
-    auto out = model->forward(inputs, memory, fwd);
+    auto out = model->forward(inputs, b.memory, fwd);
     loss = out.nll.mean();
-    memory = std::move(out.memory);
+    b.memory = std::move(out.memory);
   }
   const auto t1 = finished(device);
   clear_gradients(model->parameters());
@@ -171,133 +133,201 @@ void timed_step(TransformerLM& model, torch::optim::AdamW& optimizer, const Conf
   const double loss_value = loss.item<double>();
   TORCH_CHECK(std::isfinite(loss_value), "bench: loss is not finite");
   const auto t3 = Clock::now();
-  adamw_step(optimizer);
+  adamw_step(*b.optimizer);
   const auto t4 = finished(device);
-  total.forward_ms += ms_between(t0, t1);
-  total.backward_ms += ms_between(t1, t2);
-  total.clip_ms += ms_between(t2, t3);
-  total.optimizer_ms += ms_between(t3, t4);
+  if (!timed) return;
+  b.train_cpu_ms += 1000.0 * (process_cpu_seconds() - cpu0);
+  b.result.step_times_ms.push_back(ms_between(t0, t4));
+  b.phases.forward_ms += ms_between(t0, t1);
+  b.phases.backward_ms += ms_between(t1, t2);
+  b.phases.clip_ms += ms_between(t2, t3);
+  b.phases.optimizer_ms += ms_between(t3, t4);
 }
 
-// Training: warm-up steps, then timed ones; fills the per-step times, tokens/s and (with
-// o.profile) the operator profile.
-void time_training(TransformerLM& model, const Config& config, const BenchOptions& o,
-                   BenchResult& r) {
-  const auto& tc = config.train;
-  const torch::Device device = model->device();
-  torch::optim::AdamW optimizer(model->parameters(),
-                                torch::optim::AdamWOptions(tc.lr).weight_decay(tc.weight_decay));
-  model->train();
-  Memory memory;
-  StepPhases total;
-  for (int64_t step = 0; step < o.warmup; ++step)
-    timed_step(model, optimizer, config, o, r, memory, total);
-  total = StepPhases{};
-  std::unique_ptr<OpProfiler> profiler;
-  if (o.profile) profiler = std::make_unique<OpProfiler>();
-  const auto timed_start = finished(device);
-  const double cpu_start = process_cpu_seconds();
-  for (int64_t step = 0; step < o.steps; ++step)
-    timed_step(model, optimizer, config, o, r, memory, total);
-  const double train_ms = ms_between(timed_start, finished(device));
-  const double train_cpu_ms = 1000.0 * (process_cpu_seconds() - cpu_start);
-  if (profiler) {
-    r.profile = profiler->stop();
-    r.profile_by_caller = profiler->by_caller();
-    r.profiled_ms = train_ms;
-  }
-  const double steps = static_cast<double>(std::max<int64_t>(o.steps, 1));
-  r.ms_per_step = train_ms / steps;
-  r.cpu_ms_per_step = train_cpu_ms / steps;
-  r.train_tokens_per_s = steps * r.batch * r.query_len / (train_ms / 1000.0);
-  r.phases = {total.forward_ms / steps, total.backward_ms / steps, total.clip_ms / steps,
-              total.optimizer_ms / steps};
+// The training figures from the timed steps: mean, median and fastest step, tokens/s (from
+// the mean, as a long run would see it), CPU time and phases per step.
+void summarize_training(BenchModel& b) {
+  BenchResult& r = b.result;
+  const double steps = static_cast<double>(std::max<size_t>(r.step_times_ms.size(), 1));
+  r.step_ms = TimingStats::of(r.step_times_ms);
+  r.ms_per_step = r.step_ms.mean_ms;
+  r.cpu_ms_per_step = b.train_cpu_ms / steps;
+  r.train_tokens_per_s = r.batch * r.query_len / (r.ms_per_step / 1000.0);
+  r.phases = {b.phases.forward_ms / steps, b.phases.backward_ms / steps, b.phases.clip_ms / steps,
+              b.phases.optimizer_ms / steps};
 }
 
-// Evaluation: forward passes with memory, as the `memory` evaluation method runs them.
-void time_evaluation(TransformerLM& model, const Config& config, const BenchOptions& o,
-                     BenchResult& r) {
-  const auto& tc = config.train;
-  const double steps = static_cast<double>(std::max<int64_t>(o.steps, 1));
-  const torch::Device device = model->device();
-  {
-    model->eval();
-    torch::NoGradGuard no_grad;
-    Memory eval_memory;
-    auto eval_pass = [&] {
-      AutocastGuard autocast(tc.precision, device);
-      ForwardOptions fwd;
-      fwd.targets = random_tokens(r, o.vocab_size, device);
-      fwd.keep_memory = r.mem_len;
-      auto out = model->forward(random_tokens(r, o.vocab_size, device), eval_memory, fwd);
-      eval_memory = std::move(out.memory);
-      return out.nll.sum().item<double>();
-    };
-    eval_pass();  // warm-up; also fills the memory
-    const auto t0 = Clock::now();
-    const double cpu0 = process_cpu_seconds();
-    for (int64_t i = 0; i < o.steps; ++i) eval_pass();
-    const double eval_ms = ms_between(t0, Clock::now());
-    r.eval_ms_per_pass = eval_ms / steps;
-    r.eval_cpu_ms_per_pass = 1000.0 * (process_cpu_seconds() - cpu0) / steps;
-    r.eval_tokens_per_s = steps * r.batch * r.query_len / (eval_ms / 1000.0);
-    model->train();
+// A random split for the evaluations: batch x tgt_len x steps scored tokens.
+std::vector<int32_t> random_split(const BenchResult& r, const BenchOptions& o) {
+  const int64_t n = r.batch * r.query_len * std::max<int64_t>(o.steps, 1) + 1;
+  const auto t = torch::randint(o.vocab_size, {n}, torch::TensorOptions().dtype(torch::kInt));
+  const int32_t* p = t.data_ptr<int32_t>();
+  return std::vector<int32_t>(p, p + n);
+}
+
+// The protocols the bench times for this model, as `txl eval` would request them at
+// L = tgt_len: every one that applies (with o.all_protocols), else only the primary one
+// (memory where the model carries memory, else nonoverlap).
+std::vector<EvalRequest> bench_requests(const BenchModel& b, bool all_protocols) {
+  const BenchResult& r = b.result;
+  const auto& tc = b.config.train;
+  const EvalMethod primary = r.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
+  std::vector<EvalRequest> out;
+  for (const auto& protocol : eval_protocols()) {
+    if (!all_protocols && protocol.id != primary) continue;
+    if (protocol.id == EvalMethod::kMemory && r.mem_len == 0) continue;
+    EvalSettings s;
+    s.method = protocol.id;
+    s.mem_len = r.mem_len;
+    s.streams = r.batch;
+    s.precision = tc.precision;
+    const EvalRequest request =
+        make_eval_request(s, r.query_len, r.batch * r.query_len, training_length(b.config));
+    if (!protocol_unavailable(b.config.model, request).empty()) continue;
+    out.push_back(request);
   }
+  return out;
+}
+
+// One evaluation of `ids` by `request`: wall ms; the CPU ms are added to `cpu_ms`.
+double timed_evaluation(BenchModel& b, const std::vector<int32_t>& ids, const EvalRequest& request,
+                        double& cpu_ms) {
+  const torch::Device device = b.model->device();
+  const double cpu0 = process_cpu_seconds();
+  const auto t0 = finished(device);
+  const EvalResult e = evaluate(b.model, ids, request);
+  const double ms = ms_between(t0, finished(device));
+  cpu_ms += 1000.0 * (process_cpu_seconds() - cpu0);
+  TORCH_CHECK(std::isfinite(e.nll) && e.tokens > 0, "bench: evaluation NLL is not finite");
+  return ms;
+}
+
+// Every model's protocols, each warmed up on one pass, then timed o.eval_repeats times, the
+// models and protocols alternated within each repeat.
+void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions& o,
+                      bool all_protocols) {
+  if (models.empty()) return;
+  const auto ids = random_split(models[0]->result, o);
+  for (BenchModel* b : models) {
+    b->eval_requests = bench_requests(*b, all_protocols);
+    b->eval_ms.assign(b->eval_requests.size(), {});
+    b->eval_cpu_ms.assign(b->eval_requests.size(), 0.0);
+    for (const auto& request : b->eval_requests) {
+      EvalRequest one_pass = request;
+      one_pass.max_tokens = b->result.batch * b->result.query_len;
+      double ignored = 0.0;
+      timed_evaluation(*b, ids, one_pass, ignored);
+    }
+  }
+  for (int64_t repeat = 0; repeat < std::max<int64_t>(o.eval_repeats, 1); ++repeat) {
+    for (BenchModel* b : models) {
+      for (size_t p = 0; p < b->eval_requests.size(); ++p)
+        b->eval_ms[p].push_back(timed_evaluation(*b, ids, b->eval_requests[p], b->eval_cpu_ms[p]));
+    }
+  }
+  for (BenchModel* b : models) {
+    BenchResult& r = b->result;
+    const int64_t targets = static_cast<int64_t>(ids.size()) - 1;
+    const double train_rate = r.batch * r.query_len / (r.step_ms.median_ms / 1000.0);
+    for (size_t p = 0; p < b->eval_requests.size(); ++p) {
+      const EvalRequest& request = b->eval_requests[p];
+      const EvalProtocol& protocol = eval_protocol(request.method);
+      EvalRate rate;
+      rate.method = protocol.name;
+      rate.tokens = targets;
+      rate.passes = static_cast<int64_t>(protocol.plan(request, targets).passes.size());
+      rate.ms = TimingStats::of(b->eval_ms[p]);
+      rate.tokens_per_s = targets / (rate.ms.median_ms / 1000.0);
+      rate.ratio_to_train = rate.tokens_per_s / train_rate;
+      r.eval_rates.push_back(rate);
+    }
+    // The figures of the primary protocol (memory where carried, else nonoverlap), per pass.
+    const std::string primary =
+        to_string(r.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap);
+    for (size_t p = 0; p < r.eval_rates.size(); ++p) {
+      const EvalRate& rate = r.eval_rates[p];
+      if (rate.method != primary) continue;
+      const double passes = static_cast<double>(std::max<int64_t>(rate.passes, 1));
+      r.eval_ms_per_pass = rate.ms.median_ms / passes;
+      r.eval_cpu_ms_per_pass = b->eval_cpu_ms[p] / (rate.ms.count * passes);
+      r.eval_tokens_per_s = rate.tokens_per_s;
+    }
+  }
+}
+
+// The rates that follow from the timings and the GEMM peak.
+void finish_result(BenchResult& r, double gemm_peak_gflops) {
+  r.gemm_peak_gflops = gemm_peak_gflops;
+  r.peak_rss_mb = peak_rss_mb();
+  r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
+  r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
+  r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
+  const double median_rate = r.batch * r.query_len / (r.step_ms.median_ms / 1000.0);
+  r.mfu_median_step = r.flops.train_per_token * median_rate / 1e9 / r.gemm_peak_gflops;
+  r.eval_mfu = r.eval_achieved_gflops / r.gemm_peak_gflops;
+  r.load_average = load_average();
+}
+
+// The GEMM peak at the bench's dtype, large enough to fill the device.
+double gemm_peak(const Config& config) {
+  const torch::Device device = resolve_device(config.train.device, "train.device");
+  const int64_t gemm_n = device.is_cpu() ? 1024 : 8192;
+  return measure_gemm_gflops(gemm_dtype(config.train.precision), gemm_n, 10, device);
 }
 
 }  // namespace
 
 BenchResult run_bench(const Config& config, const BenchOptions& o) {
-  const auto& tc = config.train;
-  BenchResult r = describe_bench(config, o);
-  const torch::Device device = resolve_device(tc.device, "train.device");
-  prepare_device(device);
-  r.device = device.str();
-  torch::manual_seed(static_cast<uint64_t>(tc.seed));
-  TransformerLM model = make_model(config.model, o.vocab_size, device);
-  r.parameters = count_parameters(*model);
-  r.mem_len = model->has_memory() ? tc.mem_len : 0;
-  r.flops = model_flops(config.model, o.vocab_size, r.batch, r.query_len, r.mem_len);
   // The measured peak is taken before and after the model runs, best of both: the machine
   // may be shared, and the ratio should not flatter the model.
-  const auto dtype = gemm_dtype(tc.precision);
-  const int64_t gemm_n = device.is_cpu() ? 1024 : 8192;  // large enough to fill a GPU
-  r.gemm_peak_gflops = measure_gemm_gflops(dtype, gemm_n, 10, device);
-  r.onednn_direct = device.is_cpu() ? onednn_matmul_status() : "not used off the CPU";
-  time_training(model, config, o, r);
-  time_evaluation(model, config, o, r);
-  r.peak_rss_mb = peak_rss_mb();
-  r.gemm_peak_gflops = std::max(r.gemm_peak_gflops, measure_gemm_gflops(dtype, gemm_n, 10, device));
-  r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
-  r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
-  r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
-  r.eval_mfu = r.eval_achieved_gflops / r.gemm_peak_gflops;
-  r.load_average = load_average();
-  return r;
+  auto b = make_bench_model(config, o);
+  const double peak_before = gemm_peak(config);
+  BenchResult& r = b->result;
+  r.onednn_direct = b->model->device().is_cpu() ? onednn_matmul_status() : "not used off the CPU";
+  for (int64_t step = 0; step < o.warmup; ++step) train_step(*b, o, false);
+  std::unique_ptr<OpProfiler> profiler;
+  if (o.profile) profiler = std::make_unique<OpProfiler>();
+  const auto timed_start = finished(b->model->device());
+  for (int64_t step = 0; step < o.steps; ++step) train_step(*b, o, true);
+  if (profiler) {
+    r.profiled_ms = ms_between(timed_start, finished(b->model->device()));
+    r.profile = profiler->stop();
+    r.profile_by_caller = profiler->by_caller();
+  }
+  summarize_training(*b);
+  time_evaluations({b.get()}, o, true);
+  finish_result(r, std::max(peak_before, gemm_peak(config)));
+  return std::move(b->result);
 }
 
-nlohmann::json LongWindowResult::to_json() const {
-  return {{"pos_encoding", pos_encoding},
-          {"precision", precision},
-          {"length", length},
-          {"eval_ms", eval_ms},
-          {"tokens_per_s", tokens_per_s},
-          {"baseline_rss_mb", baseline_rss_mb},
-          {"peak_rss_mb", peak_rss_mb},
-          {"growth_mb", growth_mb}};
-}
-
-LongWindowResult LongWindowResult::from_json(const nlohmann::json& j) {
-  LongWindowResult r;
-  r.pos_encoding = j.at("pos_encoding").get<std::string>();
-  r.precision = j.at("precision").get<std::string>();
-  r.length = j.at("length").get<int64_t>();
-  r.eval_ms = j.at("eval_ms").get<double>();
-  r.tokens_per_s = j.at("tokens_per_s").get<double>();
-  r.baseline_rss_mb = j.at("baseline_rss_mb").get<double>();
-  r.peak_rss_mb = j.at("peak_rss_mb").get<double>();
-  r.growth_mb = j.at("growth_mb").get<double>();
-  return r;
+std::vector<BenchResult> run_interleaved_bench(const std::vector<Config>& configs,
+                                               const BenchOptions& o, int64_t rounds) {
+  std::vector<std::unique_ptr<BenchModel>> models;
+  std::vector<BenchModel*> all;
+  for (const auto& config : configs) {
+    models.push_back(make_bench_model(config, o));
+    all.push_back(models.back().get());
+  }
+  if (configs.empty()) return {};
+  const double peak_before = gemm_peak(configs.front());
+  const std::string onednn = onednn_matmul_status();
+  for (BenchModel* b : all) {
+    for (int64_t step = 0; step < o.warmup; ++step) train_step(*b, o, false);
+  }
+  for (int64_t step = 0; step < o.steps * std::max<int64_t>(rounds, 1); ++step) {
+    for (BenchModel* b : all) train_step(*b, o, true);
+  }
+  for (BenchModel* b : all) summarize_training(*b);
+  time_evaluations(all, o, /*all_protocols=*/false);  // the primary one: the table's eval ms
+  const double peak = std::max(peak_before, gemm_peak(configs.front()));
+  std::vector<BenchResult> out;
+  for (BenchModel* b : all) {
+    b->result.onednn_direct = b->model->device().is_cpu() ? onednn : "not used off the CPU";
+    b->result.steps = o.steps * std::max<int64_t>(rounds, 1);
+    finish_result(b->result, peak);
+    out.push_back(std::move(b->result));
+  }
+  return out;
 }
 
 LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64_t length,

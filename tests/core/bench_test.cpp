@@ -1,8 +1,11 @@
 // End-to-end tests of `txl bench` (TXL_BINARY) on a tiny config: the JSON report has every
 // documented field with sane values, the FLOP count follows the stated formula, and bad
 // options are usage errors.
+#include "txl/train/bench.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -100,6 +103,59 @@ TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
   EXPECT_NE(bench->cli.out.find("flops/token"), std::string::npos) << bench->cli.out;
 }
 
+// Each protocol is timed as `txl eval` runs it at L = tgt_len over batch x tgt_len x steps
+// tokens: nonoverlap, sliding (stride L/2: twice the passes) and memory; the rates follow
+// from the median times, and the step statistics from the step times.
+TEST(Bench, EvalProtocolsAndStepStatisticsFollowFromTheTimings) {
+  const auto bench = run_bench_json("protocols", {"--steps", "3", "--warmup", "0", "--vocab", "50",
+                                                  "--threads", "1", "--long-length", "0"});
+  ASSERT_TRUE(bench.has_value());
+  const auto& j = bench->json;
+  const auto& steps = j.at("step_times_ms");
+  ASSERT_EQ(steps.size(), 3u);
+  std::vector<double> times;
+  for (const auto& t : steps) times.push_back(t.get<double>());
+  std::sort(times.begin(), times.end());
+  EXPECT_DOUBLE_EQ(j.at("step_ms").at("median_ms").get<double>(), times[1]);
+  EXPECT_DOUBLE_EQ(j.at("step_ms").at("min_ms").get<double>(), times[0]);
+  EXPECT_NEAR(j.at("ms_per_step").get<double>(), (times[0] + times[1] + times[2]) / 3, 1e-9);
+
+  const auto& rates = j.at("eval_protocols");
+  ASSERT_EQ(rates.size(), 3u) << rates.dump();
+  const double train_rate = 2 * 8 / (times[1] / 1000.0);
+  const std::vector<std::string> methods = {"nonoverlap", "sliding", "memory"};
+  // sliding: 48 targets = 8 (the first window) + 10 windows x 4, 2 windows a pass
+  const std::vector<int> passes = {3, 6, 3};
+  for (size_t p = 0; p < rates.size(); ++p) {
+    const auto& rate = rates[p];
+    EXPECT_EQ(rate.at("method"), methods[p]);
+    EXPECT_EQ(rate.at("tokens"), 2 * 8 * 3);
+    EXPECT_EQ(rate.at("passes"), passes[p]) << rate.dump();
+    EXPECT_EQ(rate.at("ms").at("count"), 3);
+    const double median = rate.at("ms").at("median_ms").get<double>();
+    EXPECT_NEAR(rate.at("tokens_per_s").get<double>(), 48 / (median / 1000.0), 1e-6 * 48e3);
+    EXPECT_NEAR(rate.at("ratio_to_train").get<double>(),
+                rate.at("tokens_per_s").get<double>() / train_rate, 1e-9);
+    EXPECT_NE(bench->cli.out.find("eval " + methods[p]), std::string::npos) << bench->cli.out;
+  }
+  // The headline eval figures are the memory protocol's (the model carries memory).
+  EXPECT_DOUBLE_EQ(j.at("eval_tokens_per_s").get<double>(),
+                   rates[2].at("tokens_per_s").get<double>());
+}
+
+TEST(TimingStats, MedianMeanAndFastestOfOddEvenAndNone) {
+  const auto odd = TimingStats::of({5.0, 1.0, 3.0});
+  EXPECT_EQ(odd.count, 3);
+  EXPECT_DOUBLE_EQ(odd.median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(odd.mean_ms, 3.0);
+  EXPECT_DOUBLE_EQ(odd.min_ms, 1.0);
+  const auto even = TimingStats::of({4.0, 1.0, 10.0, 2.0});
+  EXPECT_DOUBLE_EQ(even.median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(even.mean_ms, 4.25);
+  EXPECT_DOUBLE_EQ(even.min_ms, 1.0);
+  EXPECT_EQ(TimingStats::of({}).count, 0);
+}
+
 // The count stated in bench.h, recomputed here for the tiny relative model:
 // L=1 C=16 H=2 D=8 F=32 V=50 B=2 Q=8 M=8 K=16.
 TEST(Bench, FlopsPerTokenFollowTheStatedFormula) {
@@ -174,12 +230,22 @@ TEST(Bench, EncodingsTableHasEveryEncodingAndItsRatioToAbsolute) {
     EXPECT_EQ(rows[i].at("pos_encoding"), encoding_registry()[i].name);
     EXPECT_EQ(rows[i].at("mem_len"), 0);  // the same shape for every encoding
     expect_positive(rows[i], "ms_per_step");
-    EXPECT_NEAR(rows[i].at("ratio_to_absolute").get<double>(),
-                rows[i].at("ms_per_step").get<double>() / rows[1].at("ms_per_step").get<double>(),
+    // Every encoding took 2 rounds x 1 step, and its ratios are between medians and fastest.
+    const auto& steps = rows[i].at("step_ms");
+    EXPECT_EQ(steps.at("count"), 2);
+    EXPECT_EQ(rows[i].at("step_times_ms").size(), 2u);
+    const auto median = [&](size_t r) {
+      return rows[r].at("step_ms").at("median_ms").get<double>();
+    };
+    const auto fastest = [&](size_t r) { return rows[r].at("step_ms").at("min_ms").get<double>(); };
+    EXPECT_NEAR(rows[i].at("ratio_to_absolute").get<double>(), median(i) / median(1), 1e-9);
+    EXPECT_NEAR(rows[i].at("fastest_ratio_to_absolute").get<double>(), fastest(i) / fastest(1),
                 1e-9);
     EXPECT_NE(run->cli.out.find(encoding_registry()[i].name), std::string::npos);
   }
-  EXPECT_NE(run->cli.out.find("fastest of 2 rounds"), std::string::npos) << run->cli.out;
+  EXPECT_NE(run->cli.out.find("2 steps each after 0 warm-up, one step of each encoding in turn"),
+            std::string::npos)
+      << run->cli.out;
   // A name that is no encoding is a usage error listing the valid ones.
   const auto dir = scratch_dir("encodings_bad");
   const auto bad = run_txl({"bench", "--config", tiny_config(dir), "--encodings", "rope,rotary"});

@@ -32,9 +32,36 @@ namespace txl {
 
 struct BenchOptions {
   int64_t vocab_size = 10000;  // random tokens in [0, vocab_size)
-  int64_t steps = 20;          // timed training steps; also the timed evaluation passes
+  int64_t steps = 20;          // timed training steps; also the passes of each evaluation
   int64_t warmup = 3;          // untimed training steps (and one evaluation pass) first
+  int64_t eval_repeats = 3;    // timed evaluations per protocol, alternated between protocols
   bool profile = false;        // per-operator breakdown of the timed training steps
+};
+
+// Repeated timings summarised. On a shared machine a burst of other work moves the mean; the
+// median and the fastest stay put, so ratios are taken between those.
+struct TimingStats {
+  int64_t count = 0;
+  double mean_ms = 0.0;
+  double median_ms = 0.0;
+  double min_ms = 0.0;
+
+  static TimingStats of(std::vector<double> ms);
+  nlohmann::json to_json() const;
+};
+
+// One evaluation protocol timed as `txl eval --method M` runs it (evaluate(), eval/evaluate.h)
+// on random tokens: windows of tgt_len, batch_size x tgt_len tokens a pass; sliding at stride
+// tgt_len / 2; memory with the training mem_len over batch_size streams.
+struct EvalRate {
+  std::string method;
+  int64_t tokens = 0;           // tokens scored by one evaluation
+  int64_t passes = 0;           // forward passes of one evaluation
+  TimingStats ms;               // wall time of one evaluation, over the repeats
+  double tokens_per_s = 0.0;    // tokens / median
+  double ratio_to_train = 0.0;  // tokens_per_s / training tokens/s at the median step
+
+  nlohmann::json to_json() const;
 };
 
 struct FlopCount {
@@ -67,12 +94,15 @@ struct BenchResult {
   int64_t vocab_size = 0;
   int64_t batch = 0, query_len = 0, mem_len = 0;
   int64_t steps = 0, warmup = 0;
-  double ms_per_step = 0.0;
-  double cpu_ms_per_step = 0.0;  // CPU time of all threads per step (work, not waiting)
+  double ms_per_step = 0.0;           // mean over the timed steps
+  TimingStats step_ms;                // the same steps: median and fastest
+  std::vector<double> step_times_ms;  // each timed step, in order
+  double cpu_ms_per_step = 0.0;       // CPU time of all threads per step (work, not waiting)
   double train_tokens_per_s = 0.0;
   double eval_ms_per_pass = 0.0;
   double eval_cpu_ms_per_pass = 0.0;
   double eval_tokens_per_s = 0.0;
+  std::vector<EvalRate> eval_rates;  // each protocol that applies, in protocol order
   double peak_rss_mb = 0.0;
   FlopCount flops;
   double achieved_gflops = 0.0;  // training
@@ -80,6 +110,7 @@ struct BenchResult {
   double gemm_peak_gflops = 0.0;  // measured n^3 GEMM, same dtype and threads, faster engine
   std::string onednn_direct;      // onednn_matmul_status(): whether products bypass LibTorch
   double mfu = 0.0;               // achieved_gflops / gemm_peak_gflops
+  double mfu_median_step = 0.0;   // the same at the median step's rate
   double eval_mfu = 0.0;
   double load_average = 0.0;  // 1-minute load average at the end (shared machines)
   StepPhases phases;
@@ -92,8 +123,17 @@ struct BenchResult {
 
 // Builds the model of `config` (train.threads and train.precision apply), runs warm-up and
 // timed training steps (forward, backward, clipping, AdamW; memory carried like training),
-// then evaluation passes with memory, and measures the GEMM peak.
+// then each evaluation protocol, and measures the GEMM peak. The eval_* figures are those of
+// the memory protocol where the model carries memory, else of nonoverlap.
 BenchResult run_bench(const Config& config, const BenchOptions& options);
+
+// The configs' models side by side in one process: warm-up for each, then `rounds` x steps
+// timed steps taken one model at a time in turn, so that other work on a shared machine
+// slows them alike; then their evaluations, alternated the same way. The configs must share
+// train.threads, train.precision and train.device. One result per config, in order, the
+// GEMM peak measured once for all.
+std::vector<BenchResult> run_interleaved_bench(const std::vector<Config>& configs,
+                                               const BenchOptions& options, int64_t rounds);
 
 // One evaluation window of `length` random tokens, batch 1, no memory.
 struct LongWindowResult {

@@ -1,0 +1,148 @@
+// The bench's results as numbers and JSON: the FLOP count of bench.h's formula, timing
+// statistics, and the JSON of every result type.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+#include "txl/config/encodings.h"
+#include "txl/train/bench.h"
+
+namespace txl {
+
+FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, int64_t query_len,
+                      int64_t mem_len) {
+  const double L = m.n_layer, C = m.d_model, H = m.n_head, D = m.d_head, F = m.d_inner;
+  const double V = vocab_size, B = batch, Q = query_len, M = mem_len, K = M + Q;
+  // Multiply-accumulates per token; see the formula in bench.h.
+  const double n = L * (4 * C * H * D + 2 * C * F) + C * V;
+  const double attn = L * 2 * H * D * K;
+  // The encoding's own work, per layer, from its traits (config/encodings.cpp).
+  const PositionCost cost = encoding_traits(m.pos_encoding).cost(m, B, Q, K);
+  const double pos = L * cost.score, proj = L * cost.table, proj_train_flops = cost.table_train;
+  const double kv_mem = L * 2 * C * H * D * M / Q;
+  FlopCount f;
+  f.matmul_params = n;
+  f.eval_per_token = 2 * (n + attn + pos + kv_mem + proj);
+  f.train_per_token = 6 * (n + attn + pos) + 4 * kv_mem + proj_train_flops * proj;
+  f.formula = fmt::format(
+      "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + kv_mem + "
+      "proj); "
+      "MACs/token: N = L*(4*C*H*D + 2*C*F) + C*V = {:.0f}, attn = L*2*H*D*K = {:.0f}, "
+      "pos = L*H*D*K = {:.0f}, kv_mem = L*2*C*H*D*M/Q = {:.0f}, proj = {:.0f} "
+      "(L={} C={} H={} D={} F={} V={} B={} Q={} M={} K={})",
+      proj_train_flops, n, attn, pos, kv_mem, proj, m.n_layer, m.d_model, m.n_head, m.d_head,
+      m.d_inner, vocab_size, batch, query_len, mem_len, mem_len + query_len);
+  return f;
+}
+
+nlohmann::json BenchResult::to_json() const {
+  nlohmann::json j = {
+      {"device", device},
+      {"cpu_model", cpu_model},
+      {"cpu_flags", cpu_flags},
+      {"bf16_support", bf16_support},
+      {"precision", precision},
+      {"threads", threads},
+      {"pos_encoding", pos_encoding},
+      {"parameters", parameters},
+      {"vocab_size", vocab_size},
+      {"batch_size", batch},
+      {"tgt_len", query_len},
+      {"mem_len", mem_len},
+      {"steps", steps},
+      {"warmup", warmup},
+      {"ms_per_step", ms_per_step},
+      {"step_ms", step_ms.to_json()},
+      {"step_times_ms", step_times_ms},
+      {"cpu_ms_per_step", cpu_ms_per_step},
+      {"train_tokens_per_s", train_tokens_per_s},
+      {"eval_ms_per_pass", eval_ms_per_pass},
+      {"eval_cpu_ms_per_pass", eval_cpu_ms_per_pass},
+      {"eval_tokens_per_s", eval_tokens_per_s},
+      {"peak_rss_mb", peak_rss_mb},
+      {"matmul_params", flops.matmul_params},
+      {"flops_per_token", flops.train_per_token},
+      {"eval_flops_per_token", flops.eval_per_token},
+      {"flops_formula", flops.formula},
+      {"achieved_gflops", achieved_gflops},
+      {"eval_achieved_gflops", eval_achieved_gflops},
+      {"gemm_peak_gflops", gemm_peak_gflops},
+      {"onednn_direct", onednn_direct},
+      {"mfu", mfu},
+      {"mfu_median_step", mfu_median_step},
+      {"eval_mfu", eval_mfu},
+      {"load_average", load_average},
+      {"phases_ms",
+       {{"forward", phases.forward_ms},
+        {"backward", phases.backward_ms},
+        {"clip", phases.clip_ms},
+        {"optimizer", phases.optimizer_ms}}},
+  };
+  auto rates = nlohmann::json::array();
+  for (const auto& rate : eval_rates) rates.push_back(rate.to_json());
+  j["eval_protocols"] = rates;
+  if (!profile.empty()) {
+    auto rows = nlohmann::json::array();
+    for (const auto& op : profile) {
+      rows.push_back({{"name", op.name},
+                      {"calls", op.calls},
+                      {"self_ms", op.self_ms},
+                      {"total_ms", op.total_ms}});
+    }
+    j["profile"] = {{"profiled_ms", profiled_ms}, {"ops", rows}};
+  }
+  return j;
+}
+
+TimingStats TimingStats::of(std::vector<double> ms) {
+  TimingStats t;
+  t.count = static_cast<int64_t>(ms.size());
+  if (ms.empty()) return t;
+  std::sort(ms.begin(), ms.end());
+  double sum = 0.0;
+  for (double x : ms) sum += x;
+  const size_t n = ms.size();
+  t.mean_ms = sum / static_cast<double>(n);
+  t.median_ms = n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  t.min_ms = ms.front();
+  return t;
+}
+
+nlohmann::json TimingStats::to_json() const {
+  return {{"count", count}, {"mean_ms", mean_ms}, {"median_ms", median_ms}, {"min_ms", min_ms}};
+}
+
+nlohmann::json EvalRate::to_json() const {
+  return {{"method", method},
+          {"tokens", tokens},
+          {"passes", passes},
+          {"ms", ms.to_json()},
+          {"tokens_per_s", tokens_per_s},
+          {"ratio_to_train", ratio_to_train}};
+}
+
+nlohmann::json LongWindowResult::to_json() const {
+  return {{"pos_encoding", pos_encoding},
+          {"precision", precision},
+          {"length", length},
+          {"eval_ms", eval_ms},
+          {"tokens_per_s", tokens_per_s},
+          {"baseline_rss_mb", baseline_rss_mb},
+          {"peak_rss_mb", peak_rss_mb},
+          {"growth_mb", growth_mb}};
+}
+
+LongWindowResult LongWindowResult::from_json(const nlohmann::json& j) {
+  LongWindowResult r;
+  r.pos_encoding = j.at("pos_encoding").get<std::string>();
+  r.precision = j.at("precision").get<std::string>();
+  r.length = j.at("length").get<int64_t>();
+  r.eval_ms = j.at("eval_ms").get<double>();
+  r.tokens_per_s = j.at("tokens_per_s").get<double>();
+  r.baseline_rss_mb = j.at("baseline_rss_mb").get<double>();
+  r.peak_rss_mb = j.at("peak_rss_mb").get<double>();
+  r.growth_mb = j.at("growth_mb").get<double>();
+  return r;
+}
+
+}  // namespace txl
