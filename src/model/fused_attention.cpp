@@ -9,6 +9,7 @@
 #include "txl/model/vector_kernels.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
+#include "txl/util/env.h"
 
 namespace txl {
 
@@ -190,8 +191,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
 }  // namespace
 
 bool fused_attention_applies(const torch::Tensor& v) {
-  const char* off = std::getenv("TXL_FUSED_ATTENTION");
-  if (off != nullptr && std::string(off) == "0") return false;
+  if (env_is("TXL_FUSED_ATTENTION", "0")) return false;
   return v.is_cpu() && v.scalar_type() == torch::kFloat32 &&
          !autocast_enabled(c10::DeviceType::CPU);
 }

@@ -6,14 +6,14 @@
 
 #include "txl/model/positional.h"
 #include "txl/platform/torch_compat.h"
+#include "txl/util/env.h"
 
 namespace txl {
 
 bool sdpa_attention_applies(const ScoreTerms& terms, const torch::Tensor& v) {
   if (!kHasScaledDotProductAttention || terms.shifted.defined() || !v.is_cuda()) return false;
   if (terms.bias.defined() && terms.bias.requires_grad()) return false;
-  const char* off = std::getenv("TXL_SDPA");
-  return off == nullptr || std::string(off) != "0";
+  return !env_is("TXL_SDPA", "0");
 }
 
 torch::Tensor sdpa_attention(const ScoreTerms& terms, const torch::Tensor& v, int64_t mem_len) {

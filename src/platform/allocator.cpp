@@ -14,6 +14,7 @@
 
 #include "txl/platform/runtime.h"
 #include "txl/platform/torch_compat.h"
+#include "txl/util/env.h"
 
 // LibTorch 2.3 made Allocator::allocate non-const and added copy_data (used by clone()).
 #if TXL_TORCH_AT_LEAST(2, 3)
@@ -114,8 +115,7 @@ ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;
 }  // namespace
 
 void reuse_freed_memory() {
-  if (const char* off = std::getenv("TXL_SYSTEM_MALLOC"); off != nullptr && std::string(off) == "1")
-    return;
+  if (env_is("TXL_SYSTEM_MALLOC", "1")) return;
   if (ReusingCpuAllocator::instance != nullptr) return;
 #if defined(__GLIBC__)
   // Fixed thresholds instead of glibc's adaptive ones: every block under 32 MB from the heap,

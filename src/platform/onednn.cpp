@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "txl/util/env.h"
+
 #ifdef TXL_HAS_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
@@ -15,10 +17,7 @@ namespace txl {
 
 namespace {
 
-bool switched_off() {
-  const char* v = std::getenv("TXL_ONEDNN");
-  return v != nullptr && std::string(v) == "0";
-}
+bool switched_off() { return env_is("TXL_ONEDNN", "0"); }
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "txl/platform/torch_compat.h"
+#include "txl/util/env.h"
 
 namespace txl {
 
@@ -50,10 +51,7 @@ OpenBlasState openblas_state() {
   return state;
 }
 
-bool fixes_disabled() {
-  const char* off = std::getenv("TXL_NO_BLAS_FIX");
-  return off != nullptr && std::string(off) == "1";
-}
+bool fixes_disabled() { return env_is("TXL_NO_BLAS_FIX", "1"); }
 
 // OMP_WAIT_POLICY=PASSIVE unless the user chose a wait policy (see runtime.h). Returns
 // whether it set it.

@@ -37,7 +37,6 @@ torch::ScalarType gemm_dtype(Precision precision) {
   return precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
-
 // The machine and the shapes: what every bench result starts with.
 BenchResult describe_bench(const Config& config, const BenchOptions& o) {
   const auto& tc = config.train;

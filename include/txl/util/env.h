@@ -1,0 +1,16 @@
+// Switches read from the environment: TXL_FUSED_ATTENTION=0, TXL_SYSTEM_MALLOC=1 and the like.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+
+namespace txl {
+
+// Whether the environment variable `name` is set to exactly `value` ("0" switches a fast
+// path off, "1" a fix off; any other value, or none, leaves the default).
+inline bool env_is(const char* name, const char* value) {
+  const char* set = std::getenv(name);
+  return set != nullptr && std::strcmp(set, value) == 0;
+}
+
+}  // namespace txl
