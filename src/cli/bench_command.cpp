@@ -271,6 +271,11 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
         r.steps, r.profiled_ms, format_op_table(r.profile, r.profiled_ms, 30));
     fmt::print("\nthe same time by (operator <- caller):\n{}",
                format_op_table(r.profile_by_caller, r.profiled_ms, 40));
+    if (!r.eval_profile.empty()) {
+      fmt::print("\nper-operator time of one evaluation ({} protocol, {:.0f} ms wall):\n{}",
+                 r.mem_len > 0 ? "memory" : "nonoverlap", r.eval_profiled_ms,
+                 format_op_table(r.eval_profile, r.eval_profiled_ms, 25));
+    }
   }
 }
 

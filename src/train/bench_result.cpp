@@ -35,6 +35,21 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   return f;
 }
 
+namespace {
+
+nlohmann::json op_rows(const std::vector<OpTime>& ops) {
+  auto rows = nlohmann::json::array();
+  for (const auto& op : ops) {
+    rows.push_back({{"name", op.name},
+                    {"calls", op.calls},
+                    {"self_ms", op.self_ms},
+                    {"total_ms", op.total_ms}});
+  }
+  return rows;
+}
+
+}  // namespace
+
 nlohmann::json BenchResult::to_json() const {
   nlohmann::json j = {
       {"device", device},
@@ -81,15 +96,9 @@ nlohmann::json BenchResult::to_json() const {
   auto rates = nlohmann::json::array();
   for (const auto& rate : eval_rates) rates.push_back(rate.to_json());
   j["eval_protocols"] = rates;
-  if (!profile.empty()) {
-    auto rows = nlohmann::json::array();
-    for (const auto& op : profile) {
-      rows.push_back({{"name", op.name},
-                      {"calls", op.calls},
-                      {"self_ms", op.self_ms},
-                      {"total_ms", op.total_ms}});
-    }
-    j["profile"] = {{"profiled_ms", profiled_ms}, {"ops", rows}};
+  if (!profile.empty()) j["profile"] = {{"profiled_ms", profiled_ms}, {"ops", op_rows(profile)}};
+  if (!eval_profile.empty()) {
+    j["eval_profile"] = {{"profiled_ms", eval_profiled_ms}, {"ops", op_rows(eval_profile)}};
   }
   return j;
 }

@@ -143,6 +143,31 @@ TEST(Bench, EvalProtocolsAndStepStatisticsFollowFromTheTimings) {
                    rates[2].at("tokens_per_s").get<double>());
 }
 
+// --profile: the operator tables of the timed training steps and of one evaluation by the
+// memory protocol, in the report and the JSON; the model's products are among the rows.
+TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
+  const auto bench =
+      run_bench_json("profile", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1",
+                                 "--long-length", "0", "--profile"});
+  ASSERT_TRUE(bench.has_value());
+  for (const auto* key : {"profile", "eval_profile"}) {
+    ASSERT_TRUE(bench->json.contains(key)) << key;
+    const auto& p = bench->json.at(key);
+    expect_positive(p, "profiled_ms");
+    bool has_product = false;
+    for (const auto& op : p.at("ops")) {
+      EXPECT_GE(op.at("calls").get<int64_t>(), 1) << op.dump();
+      EXPECT_GE(op.at("self_ms").get<double>(), 0.0) << op.dump();
+      const auto name = op.at("name").get<std::string>();
+      has_product = has_product || name == "aten::mm" || name == "aten::addmm";
+    }
+    EXPECT_TRUE(has_product) << key << ": " << p.dump();
+  }
+  EXPECT_NE(bench->cli.out.find("per-operator time of one evaluation (memory protocol"),
+            std::string::npos)
+      << bench->cli.out;
+}
+
 TEST(TimingStats, MedianMeanAndFastestOfOddEvenAndNone) {
   const auto odd = TimingStats::of({5.0, 1.0, 3.0});
   EXPECT_EQ(odd.count, 3);

@@ -35,7 +35,8 @@ struct BenchOptions {
   int64_t steps = 20;          // timed training steps; also the passes of each evaluation
   int64_t warmup = 3;          // untimed training steps (and one evaluation pass) first
   int64_t eval_repeats = 3;    // timed evaluations per protocol, alternated between protocols
-  bool profile = false;        // per-operator breakdown of the timed training steps
+  bool profile = false;        // per-operator breakdown of the timed training steps and of
+                               // one evaluation by the primary protocol
 };
 
 // Repeated timings summarised. On a shared machine a burst of other work moves the mean; the
@@ -116,7 +117,9 @@ struct BenchResult {
   StepPhases phases;
   std::vector<OpTime> profile;  // with BenchOptions::profile
   std::vector<OpTime> profile_by_caller;
-  double profiled_ms = 0.0;  // wall time of the profiled steps
+  double profiled_ms = 0.0;          // wall time of the profiled steps
+  std::vector<OpTime> eval_profile;  // with BenchOptions::profile: one more evaluation by the
+  double eval_profiled_ms = 0.0;     // primary protocol, after the timed ones, and its wall time
 
   nlohmann::json to_json() const;
 };
