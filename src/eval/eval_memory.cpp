@@ -53,8 +53,9 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
   const double rows = B * W;
   const double out_rows = std::min(rows, std::max(1.0, kLogitBudgetBytes / (V * kFp32Bytes)));
   e.output_bytes = kFp32Bytes * (2 * out_rows * V + rows);
-  // Memory in and the memory returned for the next segment, every layer.
-  e.memory_bytes = kFp32Bytes * 2 * N * B * M * C;
+  // Memory in and the memory returned for the next segment, every layer: the rows and the
+  // key/value projection of them that evaluation keeps (memory.h).
+  e.memory_bytes = kFp32Bytes * 2 * N * B * M * (C + 2 * hd);
   return e;
 }
 

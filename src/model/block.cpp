@@ -61,25 +61,42 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
 }
 
 std::array<torch::Tensor, 3> AttentionImpl::project(const torch::Tensor& x,
-                                                    const torch::Tensor& memory) {
+                                                    const torch::Tensor& memory,
+                                                    const PositionContext& pos) {
   const int64_t batch = x.size(0), query_len = x.size(1);
   const int64_t hd = n_head_ * d_head_;
+  const bool has_memory = memory.defined() && memory.size(1) > 0;
+  const bool kept = has_memory && pos.memory_kv.defined() && pos.memory_kv.size(0) == batch &&
+                    pos.memory_kv.size(1) == memory.size(1);
   torch::Tensor q, k, v;
-  if (!memory.defined() || memory.size(1) == 0) {
-    // unbind, not three selects: its backward stacks the three gradients in one copy,
-    // where each select's backward fills a zero tensor of the whole projection.
-    auto qkv_all = affine(x, qkv->weight).view({batch, query_len, 3, n_head_, d_head_}).unbind(2);
-    q = qkv_all[0];
-    k = qkv_all[1];
-    v = qkv_all[2];
+  if (!has_memory || kept) {
+    auto all = affine(x, qkv->weight);  // [B, Q, 3*H*D]
+    if (pos.segment_kv != nullptr) *pos.segment_kv = all.narrow(2, hd, 2 * hd);
+    if (!has_memory) {
+      // unbind, not three selects: its backward stacks the three gradients in one copy,
+      // where each select's backward fills a zero tensor of the whole projection.
+      auto qkv_all = all.view({batch, query_len, 3, n_head_, d_head_}).unbind(2);
+      q = qkv_all[0];
+      k = qkv_all[1];
+      v = qkv_all[2];
+    } else {
+      // Evaluation: the memory rows' keys and values as the previous pass projected them.
+      q = all.narrow(2, 0, hd).view({batch, query_len, n_head_, d_head_});
+      auto kv = torch::cat({pos.memory_kv, all.narrow(2, hd, 2 * hd)}, /*dim=*/1)
+                    .view({batch, -1, 2, n_head_, d_head_});  // [B, K, 2, H, D]
+      auto kv_parts = kv.unbind(2);                           // 2 x [B, K, H, D]
+      k = kv_parts[0];
+      v = kv_parts[1];
+    }
   } else {
     // Queries only for the current segment; keys and values for memory too.
     auto mem = pre_norm_ ? norm(memory) : memory;  // [B, M, C]
     auto cat = torch::cat({mem, x}, /*dim=*/1);    // [B, K, C]
     q = affine(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
-    auto kv = affine(cat, qkv->weight.narrow(0, hd, 2 * hd))
-                  .view({batch, cat.size(1), 2, n_head_, d_head_});  // [B, K, 2, H, D]
-    auto kv_parts = kv.unbind(2);                                    // 2 x [B, K, H, D]
+    auto kv_flat = affine(cat, qkv->weight.narrow(0, hd, 2 * hd));  // [B, K, 2*H*D]
+    if (pos.segment_kv != nullptr) *pos.segment_kv = kv_flat.narrow(1, memory.size(1), query_len);
+    auto kv = kv_flat.view({batch, cat.size(1), 2, n_head_, d_head_});  // [B, K, 2, H, D]
+    auto kv_parts = kv.unbind(2);                                       // 2 x [B, K, H, D]
     k = kv_parts[0];
     v = kv_parts[1];
   }
@@ -116,8 +133,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& h, const torch::Tensor
   const int64_t mem_len = memory.defined() ? memory.size(1) : 0;
   const int64_t key_len = mem_len + query_len;
 
-  auto x = pre_norm_ ? norm(h) : h;           // [B, Q, C]
-  const auto [q, k, v] = project(x, memory);  // [B, H, Q | K, D]
+  auto x = pre_norm_ ? norm(h) : h;                // [B, Q, C]
+  const auto [q, k, v] = project(x, memory, pos);  // [B, H, Q | K, D]
   PositionContext layer_pos = pos;
   layer_pos.mem_len = mem_len;
   const int64_t block = attention_query_block(batch, n_head_, query_len, key_len, pos.query_block,

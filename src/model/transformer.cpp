@@ -58,12 +58,20 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
 
 torch::Tensor TransformerLMImpl::run_blocks(torch::Tensor h, const Memory& memory,
                                             PositionContext& pos, const ForwardOptions& options,
-                                            std::vector<torch::Tensor>& layer_inputs) {
+                                            std::vector<torch::Tensor>& layer_inputs,
+                                            std::vector<torch::Tensor>& segment_kv) {
   const int64_t skip = options.score_from;
   layer_inputs.reserve(blocks->size());
+  // Evaluation reads each layer's key/value projection kept with the memory, and keeps the
+  // segment's for the next pass (memory.h); training projects the memory rows again.
+  const bool evaluating = !is_training() && !torch::GradMode::is_enabled();
+  const bool keep_projections = evaluating && options.keep_memory > 0;
+  if (keep_projections) segment_kv.assign(blocks->size(), torch::Tensor());
   for (size_t l = 0; l < blocks->size(); ++l) {
     layer_inputs.push_back(h);
     auto mem = memory.empty() ? torch::Tensor() : memory.layers[l];  // [B, M, C]
+    pos.memory_kv = evaluating && !memory.empty() ? memory.projection(l) : torch::Tensor();
+    pos.segment_kv = keep_projections ? &segment_kv[l] : nullptr;
     const double layer = static_cast<double>(l);
     pos.layer = static_cast<int64_t>(l);
     if (options.progress) {
@@ -77,6 +85,8 @@ torch::Tensor TransformerLMImpl::run_blocks(torch::Tensor h, const Memory& memor
       auto context = h.narrow(1, 0, skip);                            // [B, skip, C]
       mem = mem.defined() ? torch::cat({mem, context}, 1) : context;  // [B, M + skip, C]
       h = h.narrow(1, skip, h.size(1) - skip);                        // [B, S, C]
+      pos.memory_kv = torch::Tensor();  // projected again with the context rows
+      pos.segment_kv = nullptr;
     }
     h = blocks[l]->as<Block>()->forward(h, mem, pos);  // [B, Q, C] ([B, S, C] after the last)
     if (options.progress) options.progress(layer + 1);
@@ -113,13 +123,13 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   h = position->apply(h, mem_len, pos);  // [B, Q, C]
   h = apply_dropout(h, config_.dropout, is_training());
 
-  std::vector<torch::Tensor> layer_inputs;
-  h = run_blocks(h, memory, pos, options, layer_inputs);  // [B, S, C]
+  std::vector<torch::Tensor> layer_inputs, segment_kv;
+  h = run_blocks(h, memory, pos, options, layer_inputs, segment_kv);  // [B, S, C]
   if (final_norm) h = final_norm(h);
   h = apply_dropout(h, config_.dropout, is_training());
 
   LMOutput result;
-  result.memory = update_memory(memory, layer_inputs, options.keep_memory);
+  result.memory = update_memory(memory, layer_inputs, options.keep_memory, segment_kv);
   auto weight = output ? output->weight : embedding->weight;  // [V, C]
   torch::Tensor targets;                                      // [B, S]
   if (options.targets.defined()) {

@@ -22,11 +22,10 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   const double kv_mem = L * 2 * C * H * D * M / Q;
   FlopCount f;
   f.matmul_params = n;
-  f.eval_per_token = 2 * (n + attn + pos + kv_mem + proj);
+  f.eval_per_token = 2 * (n + attn + pos + proj);  // the memory's k and v are kept (memory.h)
   f.train_per_token = 6 * (n + attn + pos) + 4 * kv_mem + proj_train_flops * proj;
   f.formula = fmt::format(
-      "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + kv_mem + "
-      "proj); "
+      "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + proj); "
       "MACs/token: N = L*(4*C*H*D + 2*C*F) + C*V = {:.0f}, attn = L*2*H*D*K = {:.0f}, "
       "pos = L*H*D*K = {:.0f}, kv_mem = L*2*C*H*D*M/Q = {:.0f}, proj = {:.0f} "
       "(L={} C={} H={} D={} F={} V={} B={} Q={} M={} K={})",

@@ -127,11 +127,13 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   EXPECT_DOUBLE_EQ(large, 4 * small);
   // A 33k-word vocabulary at 65536: logits in blocks, not 65536 x 33278 floats (8.7 GB).
   EXPECT_LT(at(65536, 33278).output_bytes, 3.0 * static_cast<double>(kLogitBudgetBytes));
-  // Memory adds its keys: [B, M, C] per layer in and out.
+  // Memory adds its rows [B, M, C] and their key/value projection [B, M, 2*H*D], per layer,
+  // in and out.
   auto mem = request(EvalMethod::kMemory, 64);
   mem.mem_len = 64;
   mem.streams = 1;
-  EXPECT_DOUBLE_EQ(estimate_eval_memory(m, 80, mem, 10000).memory_bytes, 4.0 * 2 * 3 * 64 * 128);
+  EXPECT_DOUBLE_EQ(estimate_eval_memory(m, 80, mem, 10000).memory_bytes,
+                   4.0 * 2 * 3 * 64 * (128 + 2 * 4 * 32));
 }
 
 TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {

@@ -1,6 +1,8 @@
 // Properties the whole model must have, for every encoding:
 //  - causal: changing token t changes no output before t (with and without memory);
-//  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B;
+//  - memory: segment A then B with mem_len >= |A| equals [A ; B] in one pass, on B (in
+//    evaluation through the kept key/value projections of the memory rows, which are
+//    checked to be read, kept only in evaluation, and dropped with any other memory);
 //  - query blocks: evaluation in blocks of queries equals attention over all queries at once;
 //  - score_from: scoring only the last positions equals the tail of a full pass;
 //  - bf16 autocast: loss and gradient within bf16 rounding of float32.
@@ -127,6 +129,55 @@ INSTANTIATE_TEST_SUITE_P(Encodings, MemoryEquivalence,
                            return std::string(encoding_traits(std::get<0>(info.param)).name) +
                                   (std::get<1>(info.param) ? "_pre_norm" : "_post_norm");
                          });
+
+// Evaluation keeps each layer's key/value projection of the memory rows ([B, M, 2*H*D])
+// and the next segment reads it; training, or evaluation with gradients, keeps none.
+TEST_P(MemoryEquivalence, KeptProjectionsAreReadAndOnlyInEvaluation) {
+  auto [encoding, pre_norm] = GetParam();
+  torch::manual_seed(6);
+  auto cfg = tiny_model(encoding);
+  cfg.pre_norm = pre_norm;
+  TransformerLM model(cfg, kVocab);
+  model->eval();
+  auto tokens = torch::randint(kVocab, {2, 9}, torch::kLong);
+  ForwardOptions keep;
+  keep.keep_memory = 7;  // the second segment's memory mixes old rows and new ones
+  Memory memory;
+  {
+    torch::NoGradGuard no_grad;
+    memory = model->forward(tokens.narrow(1, 0, 4), {}, keep).memory;
+    memory = model->forward(tokens.narrow(1, 4, 3), memory, keep).memory;
+  }
+  const auto hd = cfg.n_head * cfg.d_head;
+  for (size_t l = 0; l < memory.layers.size(); ++l) {
+    ASSERT_TRUE(memory.projection(l).defined()) << "layer " << l;
+    EXPECT_EQ(memory.projection(l).sizes(), (std::vector<int64_t>{2, 7, 2 * hd}));
+  }
+  torch::NoGradGuard no_grad;
+  const auto next = tokens.narrow(1, 7, 2);
+  const auto kept = logits_of(model, next, memory);
+  // The same rows without their projections: projected again, the same logits.
+  const auto recomputed = logits_of(model, next, Memory{memory.layers, {}, {}});
+  EXPECT_LT(max_abs_diff(kept, recomputed), 1e-5);
+  // A projection changed behind the memory's back changes the logits: it is read.
+  Memory tampered = memory;
+  tampered.projected[0] = torch::zeros_like(memory.projected[0]);
+  EXPECT_GT(max_abs_diff(logits_of(model, next, tampered), kept), 1e-3);
+  // Rows edited the only way the code edits them (new tensors) drop the projection.
+  Memory narrowed = memory;
+  for (auto& layer : narrowed.layers) layer = layer.narrow(0, 1, 1);
+  for (size_t l = 0; l < narrowed.layers.size(); ++l)
+    EXPECT_FALSE(narrowed.projection(l).defined());
+  EXPECT_LT(max_abs_diff(logits_of(model, next.narrow(0, 1, 1), narrowed), kept.narrow(0, 1, 1)),
+            1e-5);
+  {
+    torch::AutoGradMode with_grad(true);
+    EXPECT_FALSE(model->forward(next, memory, keep).memory.projection(0).defined());
+    model->train();
+    EXPECT_FALSE(model->forward(next, memory, keep).memory.projection(0).defined());
+    model->eval();
+  }
+}
 
 TEST(MemoryUpdate, KeepsTheLastPositionsDetached) {
   auto model = make_model(PosEncoding::kRelative);

@@ -35,8 +35,10 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor attend_in_blocks(const torch::Tensor& q, const torch::Tensor& k,
                                  const torch::Tensor& v, const PositionContext& pos, int64_t block);
   // q: [B, H, Q, D] scaled by 1/sqrt(D), from x: [B, Q, C] (normed); k, v: [B, H, K, D]
-  // from the memory rows then x.
-  std::array<torch::Tensor, 3> project(const torch::Tensor& x, const torch::Tensor& memory);
+  // from the memory rows (or pos.memory_kv, their kept projection) then x. Puts x's key/value
+  // projection [B, Q, 2*H*D] in *pos.segment_kv when that is set.
+  std::array<torch::Tensor, 3> project(const torch::Tensor& x, const torch::Tensor& memory,
+                                       const PositionContext& pos);
 
   int64_t n_head_, d_head_;
   bool pre_norm_;

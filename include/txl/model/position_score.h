@@ -40,6 +40,11 @@ struct PositionContext {
   // Statistics: given every layer's probabilities when set (attention_observer.h).
   AttentionObserver* observer = nullptr;
   int64_t layer = 0;  // the layer being run (0-based), for the observer
+  // Evaluation with memory (memory.h): the key/value projection of this layer's memory rows
+  // kept from the pass that made it ([B, M, 2*H*D]; undefined: project the memory rows), and
+  // where the layer puts the projection of its segment rows for the next pass (null: nowhere).
+  torch::Tensor memory_kv;
+  torch::Tensor* segment_kv = nullptr;
 };
 
 // Attention in query blocks (evaluation without gradients). A block of queries i0..i0+b-1

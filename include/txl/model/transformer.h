@@ -78,8 +78,11 @@ class TransformerLMImpl : public torch::nn::Module {
  private:
   // The blocks over h [B, Q, C] (each layer's input appended to layer_inputs), the last one
   // only for the queries from options.score_from on.                          -> [B, S, C]
+  // segment_kv: each layer's key/value projection of its segment rows, where evaluation
+  // keeps them with the memory (memory.h); left empty otherwise.
   torch::Tensor run_blocks(torch::Tensor h, const Memory& memory, PositionContext& pos,
-                           const ForwardOptions& options, std::vector<torch::Tensor>& layer_inputs);
+                           const ForwardOptions& options, std::vector<torch::Tensor>& layer_inputs,
+                           std::vector<torch::Tensor>& segment_kv);
 
   ModelConfig config_;
   int64_t vocab_size_;

@@ -9,10 +9,11 @@
 //   attn   = L*2*H*D*K                       q.k and p.v over all K keys (the masked half is
 //                                            computed too, so it is counted)
 //   pos    = L*H*D*K                         relative: (q + v).r_k against one key per distance
-//   kv_mem = L*2*C*H*D*M/Q                   k and v of the memory rows, recomputed each segment
+//   kv_mem = L*2*C*H*D*M/Q                   k and v of the memory rows, recomputed each
+//                                            training segment (evaluation keeps them, memory.h)
 //   proj   = L*K*C*H*D/(B*Q)                 relative: W_r R, once per pass, shared by the batch
 //            L*H*K*D*D/(B*Q)                 relative_learned: table rows x P_h
-//   eval  FLOPs/token = 2*(N + attn + pos + kv_mem + proj)
+//   eval  FLOPs/token = 2*(N + attn + pos + proj)
 //   train FLOPs/token = 6*(N + attn + pos) + 4*kv_mem + (4 | 6)*proj
 // Training is forward (2 per MAC) plus backward (4 per MAC: input and weight gradients),
 // except where no input gradient exists: memory rows are detached and the sinusoids R are
