@@ -1,6 +1,7 @@
 #include "txl/model/kernels.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/record_function.h>
 
 #include <functional>
 #include <limits>
@@ -257,6 +258,7 @@ torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& target
   }
   if (torch::GradMode::is_enabled() && logits.requires_grad())
     return TokenNll::apply(logits, targets);
+  RECORD_FUNCTION("txl::token_nll", std::vector<c10::IValue>());  // named in operator profiles
   auto nll = torch::empty({logits.size(0)}, logits.options().dtype(torch::kFloat32));  // [N]
   nll_and_lse(logits, targets, nll, torch::Tensor());
   return nll;

@@ -163,6 +163,13 @@ TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
     }
     EXPECT_TRUE(has_product) << key << ": " << p.dump();
   }
+  // Without gradients, txl's own kernels are named too, not left "outside any operator".
+  std::vector<std::string> eval_ops;
+  for (const auto& op : bench->json.at("eval_profile").at("ops"))
+    eval_ops.push_back(op.at("name").get<std::string>());
+  for (const char* own : {"txl::fused_attention", "txl::token_nll"}) {
+    EXPECT_NE(std::find(eval_ops.begin(), eval_ops.end(), own), eval_ops.end()) << own;
+  }
   EXPECT_NE(bench->cli.out.find("per-operator time of one evaluation (memory protocol"),
             std::string::npos)
       << bench->cli.out;
