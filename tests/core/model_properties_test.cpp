@@ -92,13 +92,18 @@ INSTANTIATE_TEST_SUITE_P(Encodings, Causality, ::testing::ValuesIn(testing::all_
 
 class MemoryEquivalence : public ::testing::TestWithParam<std::tuple<PosEncoding, bool>> {};
 
-TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
-  auto [encoding, pre_norm] = GetParam();
-  torch::manual_seed(5);
-  auto cfg = tiny_model(encoding);
-  cfg.pre_norm = pre_norm;
+// The tiny model of the test's encoding and norm placement, seeded, in eval mode.
+TransformerLM memory_test_model(const std::tuple<PosEncoding, bool>& param, uint64_t seed) {
+  torch::manual_seed(seed);
+  auto cfg = tiny_model(std::get<0>(param));
+  cfg.pre_norm = std::get<1>(param);
   TransformerLM model(cfg, kVocab);
   model->eval();
+  return model;
+}
+
+TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
+  auto model = memory_test_model(GetParam(), 5);
   torch::NoGradGuard no_grad;
   const int64_t len_a = 6, len_b = 5;
   auto tokens = torch::randint(kVocab, {3, len_a + len_b}, torch::kLong);
@@ -133,12 +138,8 @@ INSTANTIATE_TEST_SUITE_P(Encodings, MemoryEquivalence,
 // Evaluation keeps each layer's key/value projection of the memory rows ([B, M, 2*H*D])
 // and the next segment reads it; training, or evaluation with gradients, keeps none.
 TEST_P(MemoryEquivalence, KeptProjectionsAreReadAndOnlyInEvaluation) {
-  auto [encoding, pre_norm] = GetParam();
-  torch::manual_seed(6);
-  auto cfg = tiny_model(encoding);
-  cfg.pre_norm = pre_norm;
-  TransformerLM model(cfg, kVocab);
-  model->eval();
+  auto model = memory_test_model(GetParam(), 6);
+  const auto& cfg = model->config();
   auto tokens = torch::randint(kVocab, {2, 9}, torch::kLong);
   ForwardOptions keep;
   keep.keep_memory = 7;  // the second segment's memory mixes old rows and new ones
