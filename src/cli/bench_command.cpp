@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -124,6 +125,10 @@ void check_options(const BenchCommandOptions& o) {
   if (!o.precision.empty()) parse_precision(o.precision, "--precision");
   if (!o.encodings.empty()) chosen_encodings(o.encodings);
   if (o.rounds < 1) throw InputError("--rounds must be >= 1, got " + std::to_string(o.rounds));
+  if (o.steps > std::numeric_limits<int64_t>::max() / o.rounds) {
+    throw InputError("--rounds " + std::to_string(o.rounds) + " x --steps " +
+                     std::to_string(o.steps) + " timed steps per encoding is too many to count");
+  }
   if (o.threads) check_threads(*o.threads, "--threads");
   if (!o.device.empty()) resolve_device(o.device, "--device");
   check_output_path(o.json_path, "--json");

@@ -296,6 +296,10 @@ TEST(Bench, BadOptionsAreUsageErrors) {
   r = run_txl({"bench", "--config", config, "--precision", "fp16"});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--precision"), std::string::npos) << r.err;
+  r = run_txl({"bench", "--config", config, "--encodings", "all", "--steps", "9999999999",
+               "--rounds", "9999999999"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--rounds 9999999999 x --steps 9999999999"), std::string::npos) << r.err;
   r = run_txl({"bench", "--config", dir + "/missing.json"});
   EXPECT_EQ(r.code, 2) << r.err;
   r = run_txl({"bench", "--config", config, "--set", "model.n_head=3"});
