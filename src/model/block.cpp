@@ -69,34 +69,33 @@ std::array<torch::Tensor, 3> AttentionImpl::project(const torch::Tensor& x,
   const bool kept = has_memory && pos.memory_kv.defined() && pos.memory_kv.size(0) == batch &&
                     pos.memory_kv.size(1) == memory.size(1);
   torch::Tensor q, k, v;
-  if (!has_memory || kept) {
+  if (!has_memory) {
     auto all = affine(x, qkv->weight);  // [B, Q, 3*H*D]
     if (pos.segment_kv != nullptr) *pos.segment_kv = all.narrow(2, hd, 2 * hd);
-    if (!has_memory) {
-      // unbind, not three selects: its backward stacks the three gradients in one copy,
-      // where each select's backward fills a zero tensor of the whole projection.
-      auto qkv_all = all.view({batch, query_len, 3, n_head_, d_head_}).unbind(2);
-      q = qkv_all[0];
-      k = qkv_all[1];
-      v = qkv_all[2];
-    } else {
-      // Evaluation: the memory rows' keys and values as the previous pass projected them.
-      q = all.narrow(2, 0, hd).view({batch, query_len, n_head_, d_head_});
-      auto kv = torch::cat({pos.memory_kv, all.narrow(2, hd, 2 * hd)}, /*dim=*/1)
-                    .view({batch, -1, 2, n_head_, d_head_});  // [B, K, 2, H, D]
-      auto kv_parts = kv.unbind(2);                           // 2 x [B, K, H, D]
-      k = kv_parts[0];
-      v = kv_parts[1];
-    }
+    // unbind, not three selects: its backward stacks the three gradients in one copy,
+    // where each select's backward fills a zero tensor of the whole projection.
+    auto qkv_all = all.view({batch, query_len, 3, n_head_, d_head_}).unbind(2);
+    q = qkv_all[0];
+    k = qkv_all[1];
+    v = qkv_all[2];
   } else {
-    // Queries only for the current segment; keys and values for memory too.
-    auto mem = pre_norm_ ? norm(memory) : memory;  // [B, M, C]
-    auto cat = torch::cat({mem, x}, /*dim=*/1);    // [B, K, C]
-    q = affine(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
-    auto kv_flat = affine(cat, qkv->weight.narrow(0, hd, 2 * hd));  // [B, K, 2*H*D]
-    if (pos.segment_kv != nullptr) *pos.segment_kv = kv_flat.narrow(1, memory.size(1), query_len);
-    auto kv = kv_flat.view({batch, cat.size(1), 2, n_head_, d_head_});  // [B, K, 2, H, D]
-    auto kv_parts = kv.unbind(2);                                       // 2 x [B, K, H, D]
+    torch::Tensor kv_flat, segment;  // keys and values [B, K, 2*H*D], the segment's [B, Q, ...]
+    if (kept) {
+      // Evaluation: the memory rows' keys and values as the previous pass projected them.
+      auto all = affine(x, qkv->weight);  // [B, Q, 3*H*D]
+      q = all.narrow(2, 0, hd).view({batch, query_len, n_head_, d_head_});
+      segment = all.narrow(2, hd, 2 * hd);
+      kv_flat = torch::cat({pos.memory_kv, segment}, /*dim=*/1);
+    } else {
+      // Queries only for the current segment; keys and values for memory too.
+      auto mem = pre_norm_ ? norm(memory) : memory;  // [B, M, C]
+      auto cat = torch::cat({mem, x}, /*dim=*/1);    // [B, K, C]
+      q = affine(x, qkv->weight.narrow(0, 0, hd)).view({batch, query_len, n_head_, d_head_});
+      kv_flat = affine(cat, qkv->weight.narrow(0, hd, 2 * hd));
+      segment = kv_flat.narrow(1, memory.size(1), query_len);
+    }
+    if (pos.segment_kv != nullptr) *pos.segment_kv = segment;
+    auto kv_parts = kv_flat.view({batch, -1, 2, n_head_, d_head_}).unbind(2);  // 2 x [B, K, H, D]
     k = kv_parts[0];
     v = kv_parts[1];
   }
