@@ -213,8 +213,7 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
     }
     fmt::print("  {:<18} {:>10.1f} {:>10.1f} {:>10} {:>10} {:>10.0f} {:>12.1f} {:>12}\n",
                r.pos_encoding, r.step_ms.median_ms, r.step_ms.min_ms, ratio, fastest_ratio,
-               r.batch * r.query_len / (r.step_ms.median_ms / 1000.0), r.eval_ms_per_pass,
-               r.parameters);
+               r.median_step_tokens_per_s(), r.eval_ms_per_pass, r.parameters);
     rows.push_back(j);
   }
   fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
@@ -278,7 +277,7 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
                format_op_table(r.profile_by_caller, r.profiled_ms, 40));
     if (!r.eval_profile.empty()) {
       fmt::print("\nper-operator time of one evaluation ({} protocol, {:.0f} ms wall):\n{}",
-                 r.mem_len > 0 ? "memory" : "nonoverlap", r.eval_profiled_ms,
+                 to_string(r.primary_eval_method()), r.eval_profiled_ms,
                  format_op_table(r.eval_profile, r.eval_profiled_ms, 25));
     }
   }

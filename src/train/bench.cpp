@@ -170,7 +170,7 @@ std::vector<int32_t> random_split(const BenchResult& r, const BenchOptions& o) {
 std::vector<EvalRequest> bench_requests(const BenchModel& b, bool all_protocols) {
   const BenchResult& r = b.result;
   const auto& tc = b.config.train;
-  const EvalMethod primary = r.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
+  const EvalMethod primary = r.primary_eval_method();
   std::vector<EvalRequest> out;
   for (const auto& protocol : eval_protocols()) {
     if (!all_protocols && protocol.id != primary) continue;
@@ -227,7 +227,7 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
   for (BenchModel* b : models) {
     BenchResult& r = b->result;
     const int64_t targets = static_cast<int64_t>(ids.size()) - 1;
-    const double train_rate = r.batch * r.query_len / (r.step_ms.median_ms / 1000.0);
+    const double train_rate = r.median_step_tokens_per_s();
     for (size_t p = 0; p < b->eval_requests.size(); ++p) {
       const EvalRequest& request = b->eval_requests[p];
       const EvalProtocol& protocol = eval_protocol(request.method);
@@ -241,8 +241,7 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
       r.eval_rates.push_back(rate);
     }
     // The figures of the primary protocol (memory where carried, else nonoverlap), per pass.
-    const std::string primary =
-        to_string(r.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap);
+    const std::string primary = to_string(r.primary_eval_method());
     for (size_t p = 0; p < r.eval_rates.size(); ++p) {
       const EvalRate& rate = r.eval_rates[p];
       if (rate.method != primary) continue;
@@ -254,8 +253,8 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
   }
 }
 
-// One more evaluation by the primary protocol (the first the bench timed where it times
-// only that one, else memory or nonoverlap), under the operator profiler.
+// One more evaluation by the primary protocol (BenchResult::primary_eval_method),
+// under the operator profiler.
 void profile_evaluation(BenchModel& b, const BenchOptions& o) {
   BenchResult& r = b.result;
   const auto primary = bench_requests(b, /*all_protocols=*/false);
@@ -274,8 +273,8 @@ void finish_result(BenchResult& r, double gemm_peak_gflops) {
   r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
   r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
   r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
-  const double median_rate = r.batch * r.query_len / (r.step_ms.median_ms / 1000.0);
-  r.mfu_median_step = r.flops.train_per_token * median_rate / 1e9 / r.gemm_peak_gflops;
+  r.mfu_median_step =
+      r.flops.train_per_token * r.median_step_tokens_per_s() / 1e9 / r.gemm_peak_gflops;
   r.eval_mfu = r.eval_achieved_gflops / r.gemm_peak_gflops;
   r.load_average = load_average();
 }

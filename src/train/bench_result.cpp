@@ -49,6 +49,14 @@ nlohmann::json op_rows(const std::vector<OpTime>& ops) {
 
 }  // namespace
 
+double BenchResult::median_step_tokens_per_s() const {
+  return batch * query_len / (step_ms.median_ms / 1000.0);
+}
+
+EvalMethod BenchResult::primary_eval_method() const {
+  return mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
+}
+
 nlohmann::json BenchResult::to_json() const {
   nlohmann::json j = {
       {"device", device},

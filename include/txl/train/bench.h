@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "txl/config/config.h"
+#include "txl/eval/evaluate.h"
 #include "txl/platform/op_profile.h"
 
 namespace txl {
@@ -122,6 +123,11 @@ struct BenchResult {
   std::vector<OpTime> eval_profile;  // with BenchOptions::profile: one more evaluation by the
   double eval_profiled_ms = 0.0;     // primary protocol, after the timed ones, and its wall time
 
+  // Training tokens/s at the median step.
+  double median_step_tokens_per_s() const;
+  // The protocol the eval_* figures and the eval profile come from: memory where the model
+  // carries memory, else nonoverlap.
+  EvalMethod primary_eval_method() const;
   nlohmann::json to_json() const;
 };
 
