@@ -1,5 +1,7 @@
 #include "txl/model/dropout.h"
 
+#include <ATen/record_function.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -195,6 +197,7 @@ torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0.0 || x.numel() == 0) return x;
   TORCH_CHECK(p < 1.0, "dropout probability must be below 1, got ", p);
   if (!has_kernel(x)) return torch::dropout(x, p, training);
+  RECORD_FUNCTION("txl::dropout", std::vector<c10::IValue>());  // named in operator profiles
   return HashedDropout::apply(x, p, false, draw_seed());
 }
 
@@ -202,6 +205,7 @@ torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0.0 || x.numel() == 0) return torch::relu(x);
   TORCH_CHECK(p < 1.0, "dropout probability must be below 1, got ", p);
   if (!has_kernel(x)) return torch::dropout(torch::relu(x), p, training);
+  RECORD_FUNCTION("txl::relu_dropout", std::vector<c10::IValue>());  // named in operator profiles
   return HashedDropout::apply(x, p, true, draw_seed());
 }
 

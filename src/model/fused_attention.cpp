@@ -215,9 +215,10 @@ torch::Tensor fused_attention(const ScoreTerms& terms, const torch::Tensor& v, i
   const bool grad = torch::GradMode::is_enabled() &&
                     (q.requires_grad() || terms.key.requires_grad() || v.requires_grad() ||
                      shifted.requires_grad() || bias.requires_grad());
-  if (grad) return FusedAttention::apply(q, terms.key, v, shifted, bias, mem_len);
-  // Without gradients no autograd node names this work in an operator profile.
+  // Names the forward in operator profiles, where no operator inside it would (the backward
+  // is its autograd node's).
   RECORD_FUNCTION("txl::fused_attention", std::vector<c10::IValue>());
+  if (grad) return FusedAttention::apply(q, terms.key, v, shifted, bias, mem_len);
   const auto o = operands(q, terms.key, v, shifted, bias, mem_len);
   auto out = torch::empty({o.batch, o.query_len, o.heads, o.d_head}, q.options());
   forward_pass(o, out, torch::Tensor());

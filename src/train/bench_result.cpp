@@ -92,6 +92,7 @@ nlohmann::json BenchResult::to_json() const {
       {"onednn_direct", onednn_direct},
       {"mfu", mfu},
       {"mfu_median_step", mfu_median_step},
+      {"mfu_fastest_step", mfu_fastest_step},
       {"eval_mfu", eval_mfu},
       {"load_average", load_average},
       {"phases_ms",

@@ -119,6 +119,11 @@ TEST(Bench, EvalProtocolsAndStepStatisticsFollowFromTheTimings) {
   EXPECT_DOUBLE_EQ(j.at("step_ms").at("median_ms").get<double>(), times[1]);
   EXPECT_DOUBLE_EQ(j.at("step_ms").at("min_ms").get<double>(), times[0]);
   EXPECT_NEAR(j.at("ms_per_step").get<double>(), (times[0] + times[1] + times[2]) / 3, 1e-9);
+  // MFU at the median and at the fastest step: those steps' rates over the peak.
+  const double per_token = j.at("flops_per_token").get<double>();
+  const double peak = j.at("gemm_peak_gflops").get<double>();
+  EXPECT_NEAR(j.at("mfu_median_step").get<double>(), per_token * 16 / times[1] / 1e6 / peak, 1e-9);
+  EXPECT_NEAR(j.at("mfu_fastest_step").get<double>(), per_token * 16 / times[0] / 1e6 / peak, 1e-9);
 
   const auto& rates = j.at("eval_protocols");
   ASSERT_EQ(rates.size(), 3u) << rates.dump();
@@ -163,12 +168,15 @@ TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
     }
     EXPECT_TRUE(has_product) << key << ": " << p.dump();
   }
-  // Without gradients, txl's own kernels are named too, not left "outside any operator".
-  std::vector<std::string> eval_ops;
-  for (const auto& op : bench->json.at("eval_profile").at("ops"))
-    eval_ops.push_back(op.at("name").get<std::string>());
-  for (const char* own : {"txl::fused_attention", "txl::token_nll"}) {
-    EXPECT_NE(std::find(eval_ops.begin(), eval_ops.end(), own), eval_ops.end()) << own;
+  // txl's own kernels are named, not left "outside any operator": in evaluation, and in
+  // training, where their forwards run inside no operator and no autograd node.
+  for (const auto* key : {"profile", "eval_profile"}) {
+    std::vector<std::string> ops;
+    for (const auto& op : bench->json.at(key).at("ops"))
+      ops.push_back(op.at("name").get<std::string>());
+    for (const char* own : {"txl::fused_attention", "txl::token_nll"}) {
+      EXPECT_NE(std::find(ops.begin(), ops.end(), own), ops.end()) << key << ": " << own;
+    }
   }
   EXPECT_NE(bench->cli.out.find("per-operator time of one evaluation (memory protocol"),
             std::string::npos)

@@ -114,6 +114,10 @@ struct BenchResult {
   std::string onednn_direct;      // onednn_matmul_status(): whether products bypass LibTorch
   double mfu = 0.0;               // achieved_gflops / gemm_peak_gflops
   double mfu_median_step = 0.0;   // the same at the median step's rate
+  // The fastest step's rate against the peak (itself the best of its measurements): both at
+  // the machine's least disturbed moment, where a shared machine's noise moves the median
+  // step and the peak unequally.
+  double mfu_fastest_step = 0.0;
   double eval_mfu = 0.0;
   double load_average = 0.0;  // 1-minute load average at the end (shared machines)
   StepPhases phases;
