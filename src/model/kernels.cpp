@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "txl/model/vector_kernels.h"
@@ -174,45 +175,51 @@ bool float_rows(const torch::Tensor& logits) {
   return logits.scalar_type() == torch::kFloat32 && logits.stride(1) == 1;
 }
 
-// nll[i] = logsumexp(logits[i]) - logits[i, t_i] and lse[i] = logsumexp(logits[i]), both
-// float32 [N] (lse only when defined).
-void nll_and_lse(const torch::Tensor& logits_in, const torch::Tensor& targets, torch::Tensor nll,
-                 torch::Tensor lse) {
+// nll[i] = logsumexp(z[i]) - z[i, t_i] and lse[i] = logsumexp(z[i]) for the rows z = logits
+// + bias (bias [V] float32, or empty: none), both float32 [N] (lse only when defined).
+void nll_and_lse(const torch::Tensor& logits_in, const torch::Tensor& bias,
+                 const torch::Tensor& targets, torch::Tensor nll, torch::Tensor lse) {
   const auto logits = logits_in.detach();
   const int64_t vocab = logits.size(1);
+  const bool with_bias = bias.numel() > 0;
   for_row_blocks(logits.size(0), vocab, [&](int64_t first, int64_t n, torch::Tensor& s) {
     const auto block = logits.narrow(0, first, n);
-    const auto t = targets.narrow(0, first, n).unsqueeze(1);  // [n, 1]
-    auto block_nll = nll.narrow(0, first, n);                 // [n]
+    const auto t = targets.narrow(0, first, n).unsqueeze(1);                // [n, 1]
+    auto block_nll = nll.narrow(0, first, n);                               // [n]
+    auto target_logit = block.gather(1, t).squeeze(1).to(torch::kFloat32);  // [n]
+    if (with_bias) target_logit.add_(bias.index_select(0, t.squeeze(1)));
     if (float_rows(logits)) {
       auto block_lse = lse.defined() ? lse.narrow(0, first, n) : torch::empty({n}, s.options());
-      log_sum_exp_rows(block.data_ptr<float>(), n, vocab, block.stride(0),
-                       block_lse.data_ptr<float>(), s.data_ptr<float>());
-      torch::sub_out(block_nll, block_lse, block.gather(1, t).squeeze(1));
+      log_sum_exp_rows(block.data_ptr<float>(), with_bias ? bias.data_ptr<float>() : nullptr, n,
+                       vocab, block.stride(0), block_lse.data_ptr<float>(), s.data_ptr<float>());
+      torch::sub_out(block_nll, block_lse, target_logit);
       return;
     }
     auto logp = s.narrow(0, 0, n);
-    torch::log_softmax_out(logp, block, 1, torch::kFloat32);  // [n, V]
+    const auto z = with_bias ? block.to(torch::kFloat32) + bias : block;  // [n, V]
+    torch::log_softmax_out(logp, z, 1, torch::kFloat32);                  // [n, V]
     torch::neg_out(block_nll, logp.gather(1, t).squeeze(1));
+    // log p_t = z_t - lse, so lse = z_t + nll.
     if (lse.defined()) {
-      // log p_t = z_t - lse, so lse = z_t + nll.
       auto block_lse = lse.narrow(0, first, n);
-      torch::add_out(block_lse, block.gather(1, t).squeeze(1).to(torch::kFloat32), block_nll);
+      torch::add_out(block_lse, target_logit, block_nll);
     }
   });
 }
 
 // The loss keeps the logits (no copy) and one float per row; the backward recomputes the
-// softmax from them block by block: d nll_i / d z_ij = softmax_ij - [j == t_i].
+// softmax from them block by block: d nll_i / d z_ij = softmax_ij - [j == t_i], and the
+// bias's gradient is the sum of those over the rows, added up per thread while each block is
+// in the cache.
 class TokenNll : public torch::autograd::Function<TokenNll> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& targets) {
+                               const torch::Tensor& targets, const torch::Tensor& bias) {
     const int64_t rows = logits.size(0);
     auto nll = torch::empty({rows}, logits.options().dtype(torch::kFloat32));  // [N]
     auto lse = torch::empty({rows}, logits.options().dtype(torch::kFloat32));  // [N]
-    nll_and_lse(logits, targets, nll, lse);
-    ctx->save_for_backward({logits, targets, lse});
+    nll_and_lse(logits, bias.detach(), targets, nll, lse);
+    ctx->save_for_backward({logits, targets, lse, bias});
     return nll;
   }
 
@@ -222,45 +229,63 @@ class TokenNll : public torch::autograd::Function<TokenNll> {
     const auto logits = saved[0].detach();                                           // [N, V]
     const auto& targets = saved[1];                                                  // [N]
     const auto& lse = saved[2];                                                      // [N]
+    const auto bias = saved[3].detach();                                             // [V] or [0]
     const auto g = grads[0].detach().to(torch::kFloat32).contiguous().unsqueeze(1);  // [N, 1]
     auto grad = torch::empty_like(logits, torch::MemoryFormat::Contiguous);          // [N, V]
     const bool fp32 = logits.scalar_type() == torch::kFloat32;
+    const bool with_bias = bias.numel() > 0;
     const int64_t vocab = logits.size(1);
+    std::mutex bias_mutex;
+    auto grad_bias = with_bias ? torch::zeros({vocab}, bias.options()) : torch::Tensor();  // [V]
     for_row_blocks(logits.size(0), vocab, [&](int64_t first, int64_t n, torch::Tensor& s) {
       auto p = fp32 ? grad.narrow(0, first, n) : s.narrow(0, 0, n);  // [n, V]
       const auto g_b = g.narrow(0, first, n);                        // [n, 1]
       if (float_rows(logits)) {
         const auto z = logits.narrow(0, first, n);
-        scaled_softmax_rows(z.data_ptr<float>(), lse.data_ptr<float>() + first,
-                            g_b.data_ptr<float>(), n, vocab, z.stride(0), p.data_ptr<float>(),
-                            vocab);
+        scaled_softmax_rows(z.data_ptr<float>(), with_bias ? bias.data_ptr<float>() : nullptr,
+                            lse.data_ptr<float>() + first, g_b.data_ptr<float>(), n, vocab,
+                            z.stride(0), p.data_ptr<float>(), vocab);
       } else {
         torch::sub_out(p, logits.narrow(0, first, n), lse.narrow(0, first, n).unsqueeze(1));
+        if (with_bias) p.add_(bias);
         p.exp_().mul_(g_b);
       }
       p.scatter_add_(1, targets.narrow(0, first, n).unsqueeze(1), -g_b);
+      if (with_bias) {
+        const auto block_sum = p.sum(0, false, torch::kFloat32);  // [V]
+        std::lock_guard<std::mutex> lock(bias_mutex);
+        grad_bias.add_(block_sum);
+      }
       if (!fp32) grad.narrow(0, first, n).copy_(p);
     });
-    return {grad, torch::Tensor()};
+    return {grad, torch::Tensor(), grad_bias};
   }
 };
 
 }  // namespace
 
-torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets) {
+torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets,
+                        const torch::Tensor& bias) {
   TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
               "token_nll needs logits [N, V] and targets [N], got ", logits.sizes(), " and ",
               targets.sizes());
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == logits.size(1) &&
+                                  bias.scalar_type() == torch::kFloat32),
+              "token_nll's bias must be float32 [", logits.size(1), "], got ",
+              bias.defined() ? bias.sizes() : torch::IntArrayRef{});
   if (!logits.is_cpu()) {
     // GPUs: LibTorch's fused kernels, whose [N, V] float32 temporaries fit in its memory.
-    return at::nll_loss(torch::log_softmax(logits, 1, torch::kFloat32), targets, {},
+    const auto z = bias.defined() ? logits.to(torch::kFloat32) + bias : logits;
+    return at::nll_loss(torch::log_softmax(z, 1, torch::kFloat32), targets, {},
                         at::Reduction::None);
   }
-  if (torch::GradMode::is_enabled() && logits.requires_grad())
-    return TokenNll::apply(logits, targets);
   RECORD_FUNCTION("txl::token_nll", std::vector<c10::IValue>());  // named in operator profiles
+  // Autograd functions take no undefined inputs: no bias is an empty tensor.
+  const auto b = bias.defined() ? bias : torch::empty({0}, logits.options().dtype(torch::kFloat32));
+  if (torch::GradMode::is_enabled() && (logits.requires_grad() || b.requires_grad()))
+    return TokenNll::apply(logits, targets, b);
   auto nll = torch::empty({logits.size(0)}, logits.options().dtype(torch::kFloat32));  // [N]
-  nll_and_lse(logits, targets, nll, torch::Tensor());
+  nll_and_lse(logits, b.detach(), targets, nll, torch::Tensor());
   return nll;
 }
 

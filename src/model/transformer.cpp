@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "txl/model/kernels.h"
+#include "txl/platform/runtime.h"
 
 namespace txl {
 
@@ -19,16 +20,28 @@ int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions&
 
 namespace {
 
-// h: [N, C], weight: [V, C], bias: [V], targets: [N] -> [N] float32, `block` rows at a time.
+// Where the output layer's bias is added: in the product (layer) or, where the loss runs its
+// float32 row kernels (float32 logits on the CPU), in the loss, on the fly (token_nll).
+struct OutputBias {
+  torch::Tensor layer, loss;  // one of them is the bias, the other undefined
+};
+
+OutputBias place_output_bias(const torch::Tensor& h, const torch::Tensor& bias, bool in_loss) {
+  in_loss = in_loss && h.is_cpu() && h.scalar_type() == torch::kFloat32 &&
+            bias.scalar_type() == torch::kFloat32 && !autocast_enabled(c10::DeviceType::CPU);
+  return in_loss ? OutputBias{torch::Tensor(), bias} : OutputBias{bias, torch::Tensor()};
+}
+
+// h: [N, C], weight: [V, C], targets: [N] -> [N] float32, `block` rows at a time.
 torch::Tensor blocked_output_nll(const torch::Tensor& h, const torch::Tensor& weight,
-                                 const torch::Tensor& bias, const torch::Tensor& targets,
+                                 const OutputBias& bias, const torch::Tensor& targets,
                                  int64_t block) {
   const int64_t rows = h.size(0);
   auto nll = torch::empty({rows}, h.options().dtype(torch::kFloat32));  // [N]
   for (int64_t first = 0; first < rows; first += block) {
     const int64_t n = std::min(block, rows - first);
-    auto logits = affine(h.narrow(0, first, n), weight, bias);  // [n, V]
-    nll.narrow(0, first, n).copy_(token_nll(logits, targets.narrow(0, first, n)));
+    auto logits = affine(h.narrow(0, first, n), weight, bias.layer);  // [n, V]
+    nll.narrow(0, first, n).copy_(token_nll(logits, targets.narrow(0, first, n), bias.loss));
   }
   return nll;
 }
@@ -139,15 +152,18 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   }
   const int64_t rows = h.size(0) * h.size(1);
   const int64_t block = output_row_block(rows, vocab_size_, options);
+  const bool only_loss = targets.defined() && !options.want_logits;
+  const auto bias = place_output_bias(h, output_bias, only_loss);
   if (block < rows) {
     result.nll =
-        blocked_output_nll(h.reshape({rows, -1}), weight, output_bias, targets.reshape({-1}), block)
+        blocked_output_nll(h.reshape({rows, -1}), weight, bias, targets.reshape({-1}), block)
             .view(targets.sizes());  // [B, S]
     return result;
   }
-  auto logits = affine(h, weight, output_bias);  // [B, S, V]
+  auto logits =
+      affine(h, weight, bias.layer);  // [B, S, V], without the bias where the loss adds it
   if (targets.defined()) {
-    result.nll = token_nll(logits.reshape({-1, vocab_size_}), targets.reshape({-1}))
+    result.nll = token_nll(logits.reshape({-1, vocab_size_}), targets.reshape({-1}), bias.loss)
                      .view(targets.sizes());  // [B, S]
   }
   if (options.want_logits || !options.targets.defined()) result.logits = logits;

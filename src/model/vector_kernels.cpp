@@ -88,25 +88,39 @@ TXL_INLINE void softmax_body(const float* s, float* p, int64_t rows, int64_t col
   }
 }
 
-TXL_INLINE void lse_body(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,
-                         float* scratch) {
+// With a bias, each row is first added to it in the scratch row (cache-resident), which the
+// exponentials then overwrite.
+TXL_INLINE void lse_body(const float* z, const float* bias, int64_t rows, int64_t n, int64_t ld,
+                         float* lse, float* scratch) {
   for (int64_t i = 0; i < rows; ++i) {
     const float* x = z + i * ld;
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < n; ++j) scratch[j] = x[j] + bias[j];
+      x = scratch;
+    }
     const float top = row_max(x, n);
     lse[i] = top + std::log(exp_sum(x, top, scratch, n));
   }
 }
 
-TXL_INLINE void scaled_softmax_body(const float* z, const float* lse, const float* scale,
-                                    int64_t rows, int64_t n, int64_t ld_z, float* out,
-                                    int64_t ld_out) {
+// Two loops without a branch inside, so that both vectorise.
+TXL_INLINE void scaled_softmax_body(const float* z, const float* bias, const float* lse,
+                                    const float* scale, int64_t rows, int64_t n, int64_t ld_z,
+                                    float* out, int64_t ld_out) {
   for (int64_t i = 0; i < rows; ++i) {
     const float* x = z + i * ld_z;
     float* y = out + i * ld_out;
     const float shift = lse[i], factor = scale[i];
-    for (int64_t j = 0; j < n; ++j) {
-      const float d = x[j] - shift;
-      y[j] = (d < kNegligible ? 0.0f : exp_element(d)) * factor;
+    if (bias == nullptr) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float d = x[j] - shift;
+        y[j] = (d < kNegligible ? 0.0f : exp_element(d)) * factor;
+      }
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        const float d = x[j] + bias[j] - shift;
+        y[j] = (d < kNegligible ? 0.0f : exp_element(d)) * factor;
+      }
     }
   }
 }
@@ -116,26 +130,26 @@ TXL_INLINE void scaled_softmax_body(const float* z, const float* lse, const floa
 struct Kernels {
   void (*softmax)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
   void (*exp)(const float*, float*, int64_t);
-  void (*lse)(const float*, int64_t, int64_t, int64_t, float*, float*);
-  void (*scaled_softmax)(const float*, const float*, const float*, int64_t, int64_t, int64_t,
-                         float*, int64_t);
+  void (*lse)(const float*, const float*, int64_t, int64_t, int64_t, float*, float*);
+  void (*scaled_softmax)(const float*, const float*, const float*, const float*, int64_t, int64_t,
+                         int64_t, float*, int64_t);
 };
 
-#define TXL_KERNEL_TABLE(NAME, TARGET)                                                         \
-  TARGET void NAME##_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld, \
-                             int64_t offset) {                                                 \
-    softmax_body(s, p, rows, cols, ld, offset);                                                \
-  }                                                                                            \
-  TARGET void NAME##_exp(const float* x, float* y, int64_t n) { exp_body(x, y, n); }           \
-  TARGET void NAME##_lse(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,      \
-                         float* scratch) {                                                     \
-    lse_body(z, rows, n, ld, lse, scratch);                                                    \
-  }                                                                                            \
-  TARGET void NAME##_scaled_softmax(const float* z, const float* lse, const float* scale,      \
-                                    int64_t rows, int64_t n, int64_t ld_z, float* out,         \
-                                    int64_t ld_out) {                                          \
-    scaled_softmax_body(z, lse, scale, rows, n, ld_z, out, ld_out);                            \
-  }                                                                                            \
+#define TXL_KERNEL_TABLE(NAME, TARGET)                                                           \
+  TARGET void NAME##_softmax(const float* s, float* p, int64_t rows, int64_t cols, int64_t ld,   \
+                             int64_t offset) {                                                   \
+    softmax_body(s, p, rows, cols, ld, offset);                                                  \
+  }                                                                                              \
+  TARGET void NAME##_exp(const float* x, float* y, int64_t n) { exp_body(x, y, n); }             \
+  TARGET void NAME##_lse(const float* z, const float* bias, int64_t rows, int64_t n, int64_t ld, \
+                         float* lse, float* scratch) {                                           \
+    lse_body(z, bias, rows, n, ld, lse, scratch);                                                \
+  }                                                                                              \
+  TARGET void NAME##_scaled_softmax(const float* z, const float* bias, const float* lse,         \
+                                    const float* scale, int64_t rows, int64_t n, int64_t ld_z,   \
+                                    float* out, int64_t ld_out) {                                \
+    scaled_softmax_body(z, bias, lse, scale, rows, n, ld_z, out, ld_out);                        \
+  }                                                                                              \
   constexpr Kernels NAME = {NAME##_softmax, NAME##_exp, NAME##_lse, NAME##_scaled_softmax};
 
 TXL_KERNEL_TABLE(baseline, )
@@ -189,12 +203,23 @@ void fast_exp(const float* x, float* y, int64_t n, VectorIsa isa) { kernels(isa)
 
 void log_sum_exp_rows(const float* z, int64_t rows, int64_t n, int64_t ld, float* lse,
                       float* scratch, VectorIsa isa) {
-  kernels(isa).lse(z, rows, n, ld, lse, scratch);
+  kernels(isa).lse(z, nullptr, rows, n, ld, lse, scratch);
+}
+
+void log_sum_exp_rows(const float* z, const float* bias, int64_t rows, int64_t n, int64_t ld,
+                      float* lse, float* scratch, VectorIsa isa) {
+  kernels(isa).lse(z, bias, rows, n, ld, lse, scratch);
 }
 
 void scaled_softmax_rows(const float* z, const float* lse, const float* scale, int64_t rows,
                          int64_t n, int64_t ld_z, float* out, int64_t ld_out, VectorIsa isa) {
-  kernels(isa).scaled_softmax(z, lse, scale, rows, n, ld_z, out, ld_out);
+  kernels(isa).scaled_softmax(z, nullptr, lse, scale, rows, n, ld_z, out, ld_out);
+}
+
+void scaled_softmax_rows(const float* z, const float* bias, const float* lse, const float* scale,
+                         int64_t rows, int64_t n, int64_t ld_z, float* out, int64_t ld_out,
+                         VectorIsa isa) {
+  kernels(isa).scaled_softmax(z, bias, lse, scale, rows, n, ld_z, out, ld_out);
 }
 
 }  // namespace txl

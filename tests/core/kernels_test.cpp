@@ -293,6 +293,45 @@ TEST(TokenNll, MatchesTheFormulaOverSeveralRowBlocksInEachDtype) {
   EXPECT_LT(max_abs_diff(g_bf16.to(torch::kFloat32), g_rounded), 4e-3);
 }
 
+// A bias [V] in the loss (the output layer's, left out of its product): the loss and both
+// gradients equal those of the logits with the bias added first, over several row blocks,
+// with and without gradients, for float32 (the row kernels), strided and bfloat16 logits
+// (LibTorch's operators), and a bias that changes the result (not all zero).
+TEST(TokenNll, BiasInTheLossEqualsTheBiasAddedFirst) {
+  torch::manual_seed(8);
+  const int64_t rows = 75, vocab = 13;
+  auto base = 4 * torch::randn({rows, vocab});
+  auto bias_values = 3 * torch::randn({vocab});
+  auto targets = torch::randint(vocab, {rows}, torch::kLong);
+  auto weights = torch::rand({rows});
+  const auto check = [&](const torch::Tensor& leaf, const torch::Tensor& logits, double tol_grad,
+                         const char* what) {
+    SCOPED_TRACE(what);
+    auto bias = bias_values.clone().requires_grad_(true);
+    auto nll = token_nll(logits, targets, bias);
+    const auto grads = torch::autograd::grad({(nll * weights).sum()}, {leaf, bias});
+    auto ref_leaf = leaf.detach().clone().requires_grad_(true);
+    auto ref_bias = bias_values.clone().requires_grad_(true);
+    auto ref_logits = leaf.size(0) == rows ? ref_leaf : ref_leaf.t();
+    auto ref = token_nll(ref_logits.to(torch::kFloat32) + ref_bias, targets);
+    const auto ref_grads = torch::autograd::grad({(ref * weights).sum()}, {ref_leaf, ref_bias});
+    EXPECT_LT(max_abs_diff(nll, ref), 1e-5);
+    EXPECT_LT(max_abs_diff(grads[0].to(torch::kFloat32), ref_grads[0].to(torch::kFloat32)),
+              tol_grad);
+    EXPECT_LT(max_abs_diff(grads[1], ref_grads[1]), 1e-5);
+    EXPECT_GT(max_abs_diff(nll, token_nll(logits.detach(), targets)), 1e-2);  // the bias counts
+    torch::NoGradGuard no_grad;
+    EXPECT_LT(max_abs_diff(token_nll(logits, targets, bias), ref), 1e-5);
+  };
+  auto fp32 = base.clone().requires_grad_(true);
+  check(fp32, fp32, 1e-6, "float32");
+  auto transposed = base.t().contiguous().requires_grad_(true);  // [V, N]
+  check(transposed, transposed.t(), 1e-6, "strided float32");
+  auto bf16 = base.to(torch::kBFloat16).requires_grad_(true);
+  check(bf16, bf16, 4e-3, "bfloat16");
+  EXPECT_THROW(token_nll(base, targets, torch::zeros({vocab + 1})), c10::Error);
+}
+
 TEST(RelShiftPadded, EqualsRelShiftOnValidEntriesForStridedBatches) {
   torch::manual_seed(6);
   const int64_t q = 5, m = 3, k = q + m;

@@ -209,6 +209,40 @@ TEST(Loss, NllEqualsCrossEntropyOfLogits) {
                   -logp[b][t][targets[b][t].item<int64_t>()].item<double>(), 1e-5);
 }
 
+// Without logits asked for, the output bias is added in the loss (token_nll), not in the
+// product; the loss and every parameter's gradient (the bias's too) equal those of the
+// logits with the bias in them. The bias is made non-zero, so that it counts.
+TEST(Loss, OutputBiasInTheLossGivesTheLossAndGradientsOfTheLogits) {
+  auto model = make_model(PosEncoding::kRelative);
+  {
+    torch::NoGradGuard no_grad;
+    model->output_bias.copy_(torch::randn({kVocab}) * 2.0);
+  }
+  auto tokens = torch::randint(kVocab, {2, 6}, torch::kLong);
+  auto targets = torch::randint(kVocab, {2, 6}, torch::kLong);
+  auto weights = torch::rand({2, 6});
+  const auto named = model->named_parameters();
+  const auto run = [&](bool want_logits) {
+    ForwardOptions opts;
+    opts.targets = targets;
+    opts.want_logits = want_logits;
+    auto out = model->forward(tokens, {}, opts);
+    EXPECT_EQ(out.logits.defined(), want_logits);
+    auto grads = torch::autograd::grad({(out.nll * weights).sum()}, named.values());
+    grads.push_back(out.nll.detach());
+    return grads;
+  };
+  const auto folded = run(false);
+  const auto with_logits = run(true);
+  ASSERT_EQ(folded.size(), with_logits.size());
+  const auto keys = named.keys();
+  for (size_t i = 0; i < folded.size(); ++i) {
+    const auto what = i < keys.size() ? keys[i] : std::string("nll");
+    EXPECT_LT(max_abs_diff(folded[i], with_logits[i]), 1e-5) << what;
+    if (what == "output_bias") EXPECT_GT(folded[i].abs().sum().item<double>(), 0.0);
+  }
+}
+
 // Long evaluation windows attend in blocks of queries (position_score.h); the numbers must be
 // those of one pass over all queries, for every encoding, with and without memory, for block
 // sizes that divide the window and ones that do not. Aids too (rope's dynamic scale is per

@@ -108,6 +108,24 @@ TEST(LossRows, LogSumExpAndScaledSoftmaxEqualLibTorchEveryCopy) {
     EXPECT_LT(testing::max_abs_diff(p, want_p), 1e-6) << to_string(isa);
     EXPECT_EQ(p[3][4].item<float>(), 0.0f);  // e^-1002: exactly 0, no denormal
   }
+  // With a bias: the rows z + bias, never written out.
+  const auto bias = torch::randn({vocab}) * 4.0;
+  const auto zb = zv + bias;
+  const auto want_lse_b = torch::logsumexp(zb.to(torch::kFloat64), 1);
+  const auto want_p_b = torch::softmax(zb.to(torch::kFloat64), 1) * scale.unsqueeze(1);
+  for (const auto isa : runnable_copies()) {
+    auto lse = torch::empty({rows});
+    auto scratch = torch::empty({vocab});
+    const auto z_before = z.clone();
+    log_sum_exp_rows(z.data_ptr<float>(), bias.data_ptr<float>(), rows, vocab, ld,
+                     lse.data_ptr<float>(), scratch.data_ptr<float>(), isa);
+    EXPECT_LT(testing::max_abs_diff(lse, want_lse_b), 2e-6) << to_string(isa);
+    auto p = torch::empty({rows, vocab});
+    scaled_softmax_rows(z.data_ptr<float>(), bias.data_ptr<float>(), lse.data_ptr<float>(),
+                        scale.data_ptr<float>(), rows, vocab, ld, p.data_ptr<float>(), vocab, isa);
+    EXPECT_LT(testing::max_abs_diff(p, want_p_b), 1e-6) << to_string(isa);
+    EXPECT_TRUE(torch::equal(z, z_before)) << to_string(isa);
+  }
 }
 
 TEST(VectorIsa, WidestCopyTheFlagsAllow) {

@@ -42,6 +42,11 @@ torch::Tensor affine_on_onednn(const torch::Tensor& x, const torch::Tensor& weig
 // onehot * g from them block by block into the gradient (logits' dtype), where log_softmax +
 // nll_loss write and keep [N, V] float32 log-probabilities, fill a [N, V] zero gradient and
 // read both again.
-torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets);
+// With a bias [V] (float32), the rows are logits + bias, added on the fly and never written
+// out, and the bias gets its gradient: the output layer's matrix product can leave its bias
+// out, which saves a pass over the [N, V] logits forward (the bias copied into them) and one
+// backward (the bias gradient's column sums).
+torch::Tensor token_nll(const torch::Tensor& logits, const torch::Tensor& targets,
+                        const torch::Tensor& bias = {});
 
 }  // namespace txl

@@ -46,4 +46,12 @@ void scaled_softmax_rows(const float* z, const float* lse, const float* scale, i
                          int64_t n, int64_t ld_z, float* out, int64_t ld_out,
                          VectorIsa isa = vector_isa());
 
+// The same two kernels over the rows z[i, :] + bias[:] (bias: n floats), which are never
+// written out: the loss of logits whose bias the matrix product left out (token_nll's bias).
+void log_sum_exp_rows(const float* z, const float* bias, int64_t rows, int64_t n, int64_t ld,
+                      float* lse, float* scratch, VectorIsa isa = vector_isa());
+void scaled_softmax_rows(const float* z, const float* bias, const float* lse, const float* scale,
+                         int64_t rows, int64_t n, int64_t ld_z, float* out, int64_t ld_out,
+                         VectorIsa isa = vector_isa());
+
 }  // namespace txl
