@@ -178,6 +178,7 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
   const auto encodings = chosen_encodings(o.encodings);
   std::vector<Config> configs;
   for (const auto encoding : encodings) configs.push_back(encoding_bench_config(base, encoding));
+  check_bench_memory(configs, o.vocab, "--encodings " + o.encodings);
   fmt::print(stderr, "bench {}: {} x {} steps each, one step of each encoding in turn ...\n",
              o.encodings, o.rounds, o.steps);
   const auto results = run_interleaved_bench(configs, options, o.rounds);
@@ -364,6 +365,7 @@ int run_bench_command(const BenchCommandOptions& o) {
   options.steps = o.steps;
   options.warmup = o.warmup;
   options.profile = o.profile;
+  check_bench_memory({config}, o.vocab, o.config_path);
   const auto r = run_bench(config, options);
   print_bench(r, config, o.profile);
   auto j = r.to_json();

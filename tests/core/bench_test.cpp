@@ -7,12 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli_harness.h"
 #include "txl/config/encodings.h"
 #include "txl/platform/cpu.h"
+#include "txl/train/memory_estimate.h"
+#include "txl/util/error.h"
 
 namespace txl {
 namespace {
@@ -181,6 +185,51 @@ TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
   EXPECT_NE(bench->cli.out.find("per-operator time of one evaluation (memory protocol"),
             std::string::npos)
       << bench->cli.out;
+}
+
+// The models the bench holds at once (each with its gradients and AdamW state; one step's
+// activations at a time) must fit in the available memory: one fits under a limit that ten
+// copies do not, and the refusal names the count, the need and the way out.
+TEST(BenchMemory, ModelsHeldAtOnceMustFitTogether) {
+  auto j = nlohmann::json::parse(kTinyConfig);
+  j["data"]["dir"] = "unused";  // a config must name one; the bench reads no corpus
+  const Config c = config_from_json(j, "tiny");
+  const auto e = estimate_training_memory(c, kVocab, c.train.tgt_len);
+  const double states = e.weight_bytes + e.gradient_bytes + e.optimizer_bytes;
+  ASSERT_GT(states, 0.0);
+  const double limit_mb = (2 * states + e.activation_bytes) / (1024.0 * 1024.0);
+  ::setenv("TXL_MEMORY_LIMIT_MB", std::to_string(limit_mb).c_str(), 1);
+  EXPECT_NO_THROW(check_bench_memory({c}, kVocab, "tiny.json"));
+  try {
+    check_bench_memory(std::vector<Config>(10, c), kVocab, "--encodings all");
+    ADD_FAILURE() << "ten models fit under a limit of two";
+  } catch (const InputError& err) {
+    const std::string what = err.what();
+    EXPECT_NE(what.find("--encodings all: the bench holds 10 models at once"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("time fewer encodings"), std::string::npos) << what;
+  }
+  ::unsetenv("TXL_MEMORY_LIMIT_MB");
+  EXPECT_NO_THROW(check_bench_memory(std::vector<Config>(10, c), kVocab, "--encodings all"));
+}
+
+// From the command line: refused with exit 2 before any model is built or step timed.
+TEST(BenchMemory, TheCommandRefusesWhatDoesNotFit) {
+  const auto dir = scratch_dir("bench_memory");
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--encodings", "all"}, std::vector<std::string>{}}) {
+    std::vector<std::string> args = {"bench", "--config", tiny_config(dir), "--long-length",
+                                     "0",     "--json",   dir + "/out.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_txl(args, {"TXL_MEMORY_LIMIT_MB=0.001"});
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(extra.empty() ? "the bench's model needs at least"
+                                       : "the bench holds 10 models at once and needs at least"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out.find("ms/step"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out.json"));
+  }
 }
 
 TEST(TimingStats, MedianMeanAndFastestOfOddEvenAndNone) {

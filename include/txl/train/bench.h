@@ -135,6 +135,12 @@ struct BenchResult {
   nlohmann::json to_json() const;
 };
 
+// InputError (`what` leads it) when the configs' models, held at once as the bench holds them
+// (weights, gradients and AdamW state of each; one step's activations at a time), need more
+// memory than is available by training's estimate. Nothing is checked off the CPU.
+void check_bench_memory(const std::vector<Config>& configs, int64_t vocab_size,
+                        const std::string& what);
+
 // Builds the model of `config` (train.threads and train.precision apply), runs warm-up and
 // timed training steps (forward, backward, clipping, AdamW; memory carried like training),
 // then each evaluation protocol, and measures the GEMM peak. The eval_* figures are those of
