@@ -122,17 +122,6 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   return out.nll.to(torch::kCPU);  // [B, Q - score_from], read by the scorer on the CPU
 }
 
-// The memory a pass of `rows` rows continues: the last rows of the previous pass's memory
-// (a pass with fewer rows continues the last streams).
-Memory continued_memory(const Memory& memory, int64_t rows) {
-  Memory out = memory;
-  for (auto& layer : out.layers) {
-    if (layer.defined() && layer.size(0) > rows)
-      layer = layer.narrow(0, layer.size(0) - rows, rows);
-  }
-  return out;
-}
-
 // Runs the plan's passes in order and adds each row's scored positions to the scorer.
 void run_plan(TransformerLM& model, const torch::Tensor& stream, const PassPlan& plan,
               const EvalRequest& request, Scorer& scorer, const EvalProgressFn& callback) {
@@ -155,7 +144,8 @@ void run_plan(TransformerLM& model, const torch::Tensor& stream, const PassPlan&
     // output layer and the last block skip them.
     const int64_t n_rows = static_cast<int64_t>(pass.rows.size());
     Memory next;
-    const Memory context = plan.carries_memory ? continued_memory(memory, n_rows) : Memory{};
+    // A pass with fewer rows continues the last streams.
+    const Memory context = plan.carries_memory ? last_streams(memory, n_rows) : Memory{};
     auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), context, request,
                              plan.carries_memory ? &next : nullptr, progress,
                              skip);  // [R, W - skip]

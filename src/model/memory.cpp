@@ -51,4 +51,19 @@ Memory update_memory(const Memory& old, const std::vector<torch::Tensor>& layer_
   return next;
 }
 
+Memory last_streams(const Memory& memory, int64_t streams) {
+  Memory out = memory;
+  for (size_t l = 0; l < out.layers.size(); ++l) {
+    auto& layer = out.layers[l];
+    if (!layer.defined() || layer.size(0) <= streams) continue;
+    const auto kv = memory.projection(l);  // [B, M, 2*H*D] or undefined
+    const int64_t first = layer.size(0) - streams;
+    layer = layer.narrow(0, first, streams);
+    if (!kv.defined()) continue;
+    out.projected[l] = kv.narrow(0, first, streams);
+    out.projected_from[l] = layer;
+  }
+  return out;
+}
+
 }  // namespace txl

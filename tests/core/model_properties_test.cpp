@@ -171,6 +171,20 @@ TEST_P(MemoryEquivalence, KeptProjectionsAreReadAndOnlyInEvaluation) {
     EXPECT_FALSE(narrowed.projection(l).defined());
   EXPECT_LT(max_abs_diff(logits_of(model, next.narrow(0, 1, 1), narrowed), kept.narrow(0, 1, 1)),
             1e-5);
+  // The last streams as evaluation takes them (last_streams) keep their projections, which
+  // are still read (tampered: the logits change) and give the same logits.
+  const Memory last = last_streams(memory, 1);
+  for (size_t l = 0; l < last.layers.size(); ++l) {
+    ASSERT_TRUE(last.projection(l).defined()) << "layer " << l;
+    EXPECT_TRUE(torch::equal(last.projection(l), memory.projection(l).narrow(0, 1, 1)));
+  }
+  EXPECT_LT(max_abs_diff(logits_of(model, next.narrow(0, 1, 1), last), kept.narrow(0, 1, 1)), 1e-5);
+  Memory last_tampered = last;
+  last_tampered.projected[0] = torch::zeros_like(last.projected[0]);
+  EXPECT_GT(
+      max_abs_diff(logits_of(model, next.narrow(0, 1, 1), last_tampered), kept.narrow(0, 1, 1)),
+      1e-3);
+  EXPECT_EQ(last_streams(memory, 5).projection(0).data_ptr(), memory.projection(0).data_ptr());
   {
     torch::AutoGradMode with_grad(true);
     EXPECT_FALSE(model->forward(next, memory, keep).memory.projection(0).defined());

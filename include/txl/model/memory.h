@@ -34,4 +34,8 @@ struct Memory {
 Memory update_memory(const Memory& old, const std::vector<torch::Tensor>& layer_inputs,
                      int64_t keep, const std::vector<torch::Tensor>& segment_kv = {});
 
+// The memory of the last `streams` streams (all of them when there are no more): the rows
+// narrowed along the batch, each kept projection with its rows (it stays valid).
+Memory last_streams(const Memory& memory, int64_t streams);
+
 }  // namespace txl
