@@ -273,11 +273,11 @@ void finish_result(BenchResult& r, double gemm_peak_gflops) {
   r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
   r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
   r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
-  r.mfu_median_step =
-      r.flops.train_per_token * r.median_step_tokens_per_s() / 1e9 / r.gemm_peak_gflops;
-  const double fastest_step_tokens_per_s = r.batch * r.query_len / (r.step_ms.min_ms / 1000.0);
-  r.mfu_fastest_step =
-      r.flops.train_per_token * fastest_step_tokens_per_s / 1e9 / r.gemm_peak_gflops;
+  const auto training_mfu = [&r](double tokens_per_s) {
+    return r.flops.train_per_token * tokens_per_s / 1e9 / r.gemm_peak_gflops;
+  };
+  r.mfu_median_step = training_mfu(r.median_step_tokens_per_s());
+  r.mfu_fastest_step = training_mfu(r.fastest_step_tokens_per_s());
   r.eval_mfu = r.eval_achieved_gflops / r.gemm_peak_gflops;
   r.load_average = load_average();
 }

@@ -53,6 +53,10 @@ double BenchResult::median_step_tokens_per_s() const {
   return batch * query_len / (step_ms.median_ms / 1000.0);
 }
 
+double BenchResult::fastest_step_tokens_per_s() const {
+  return batch * query_len / (step_ms.min_ms / 1000.0);
+}
+
 EvalMethod BenchResult::primary_eval_method() const {
   return mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
 }

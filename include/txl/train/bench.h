@@ -127,8 +127,9 @@ struct BenchResult {
   std::vector<OpTime> eval_profile;  // with BenchOptions::profile: one more evaluation by the
   double eval_profiled_ms = 0.0;     // primary protocol, after the timed ones, and its wall time
 
-  // Training tokens/s at the median step.
+  // Training tokens/s at the median step, and at the fastest.
   double median_step_tokens_per_s() const;
+  double fastest_step_tokens_per_s() const;
   // The protocol the eval_* figures and the eval profile come from: memory where the model
   // carries memory, else nonoverlap.
   EvalMethod primary_eval_method() const;
