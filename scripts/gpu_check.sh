@@ -4,23 +4,32 @@
 #                                      (CLI11, nlohmann-json, spdlog, fmt) and GoogleTest's
 #                                      sources from Debian's -dev packages into deps/ (ignored
 #                                      by git), for a GPU machine that has none of them
-#   scripts/gpu_check.sh run OUT_DIR   on the GPU machine (PyTorch 2.x with CUDA, CMake, ninja,
-#                                      the CUDA toolkit; no network, no -dev packages): builds
-#                                      txl and its core tests against that PyTorch's LibTorch
-#                                      into build-cuda/ on every core, runs the device tests
-#                                      (every encoding's losses and gradients against the CPU's,
-#                                      a short training run following the CPU's losses, and its
-#                                      checkpoint on either device), then `txl bench` of the
-#                                      reference config and of the Transformer-XL base shape (16
-#                                      layers, d_model 512, 8 heads, tgt_len = mem_len = 192,
-#                                      batch 32) in fp32 (TF32 products) and bf16. Logs, bench
-#                                      JSON and a summary go to OUT_DIR; exit 0 when every step
-#                                      passed.
+#   scripts/gpu_check.sh run OUT_DIR   on the GPU machine (PyTorch 2.x with CUDA, CMake, ninja;
+#                                      no network, no -dev packages): builds txl and its core
+#                                      tests against that PyTorch's LibTorch into build-cuda/
+#                                      on every core, through LibTorch's CMake package or, where
+#                                      that fails (its CUDA toolkit search), from LibTorch's
+#                                      folder alone (TXL_TORCH_ROOT); runs the device tests
+#                                      (every encoding's losses and gradients against the
+#                                      CPU's, a short training run following the CPU's losses,
+#                                      and its checkpoint on either device), then `txl bench`
+#                                      of the Transformer-XL base shape (16 layers, d_model 512,
+#                                      8 heads, tgt_len = mem_len = 192, batch 32) and of the
+#                                      reference config in bf16 and fp32 (TF32 products), every
+#                                      encoding at the first shape in bf16 with LibTorch's
+#                                      scaled_dot_product_attention and without it (TXL_SDPA=0),
+#                                      and last the whole CPU suite (ctest) if time is left.
+#                                      Logs, bench JSON and a summary go to OUT_DIR; exit 0 when
+#                                      every step passed.
 # Environment, for trying the whole script out on a machine without a GPU:
 #   TXL_TORCH_PREFIX=DIR        LibTorch's CMake prefix instead of asking python3's torch
 #   TXL_GPU_CHECK_DEVICE=cpu    bench on the CPU (default cuda); the device tests then skip
 #   TXL_GPU_CHECK_STEPS=N       timed steps per bench (default 20); TXL_GPU_CHECK_WARMUP=N (5)
-#   TXL_GPU_CHECK_SHAPES="reference base"  which shapes to bench (default both)
+#   TXL_GPU_CHECK_SHAPES="base reference"  which shapes to bench (default both)
+#   TXL_GPU_CHECK_ENCODINGS=0   skip the every-encoding benches; TXL_GPU_CHECK_SUITE=0 the suite
+#   TXL_GPU_CHECK_BUILD_DIR=DIR the build folder (default build-cuda)
+#   TXL_GPU_CHECK_DEADLINE=S    seconds from the start after which no further step starts
+#                               (default 100000); each step is also stopped at the deadline
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
 source "$repo/scripts/lib.sh"
@@ -54,14 +63,34 @@ JSON
 step() {
   local name=$1 start=$SECONDS status=0
   shift
+  local left=$(( deadline - SECONDS ))
+  if (( left <= 5 )); then
+    summary+=("$(printf '%-22s %s' "$name" "not run: the deadline had passed")")
+    last_status=124
+    failed=1
+    return 0
+  fi
   echo "[gpu] $name: $*"
-  "$@" 2>&1 | tee "$out/$name.log" || status=$?
+  timeout "$left" "$@" 2>&1 | tee "$out/$name.log" || status=$?
   local line
   line="$(printf '%-22s exit %-3d %5d s' "$name" "$status" $(( SECONDS - start )))"
   echo "[gpu] $line"
   summary+=("$line")
+  last_status=$status
   if [[ $status -ne 0 ]]; then failed=1; fi
   return 0
+}
+
+# The C++ standard LibTorch's headers ask for: 17, or 20 where they refuse anything older.
+torch_cxx_standard() {
+  local root=$1 text
+  text="$(cat "$root/include/c10/macros/Macros.h" "$root/include/c10/util/C++17.h" \
+    "$root/include/torch/csrc/api/include/torch/all.h" 2>/dev/null || true)"
+  if grep -Eq 'C\+\+20 (or later )?(compatible compiler )?is required|You need C\+\+20' <<<"$text"; then
+    echo 20
+  else
+    echo 17
+  fi
 }
 
 torch_prefix() {
@@ -78,8 +107,11 @@ run_check() {
   out="$(cd "$out" && pwd)"
   summary=()
   failed=0
-  local t0=$SECONDS device="${TXL_GPU_CHECK_DEVICE:-cuda}" steps="${TXL_GPU_CHECK_STEPS:-20}"
-  local warmup="${TXL_GPU_CHECK_WARMUP:-5}" shapes="${TXL_GPU_CHECK_SHAPES:-reference base}"
+  SECONDS=0
+  build="${TXL_GPU_CHECK_BUILD_DIR:-build-cuda}"
+  deadline="${TXL_GPU_CHECK_DEADLINE:-100000}"
+  local device="${TXL_GPU_CHECK_DEVICE:-cuda}" steps="${TXL_GPU_CHECK_STEPS:-20}"
+  local warmup="${TXL_GPU_CHECK_WARMUP:-5}" shapes="${TXL_GPU_CHECK_SHAPES:-base reference}"
   local prefix
   prefix="$(torch_prefix)"
   if [[ -z "${TXL_TORCH_PREFIX:-}" ]]; then
@@ -88,33 +120,68 @@ run_check() {
       tee "$out/torch.txt"
   fi
   nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
-  local extra=()
+  local extra=() root standard
   [[ -d deps/include ]] && extra+=("-DTXL_HEADER_DEPS=$repo/deps")
   [[ -d deps/googletest ]] && extra+=("-DTXL_GTEST_SOURCE=$repo/deps/googletest")
-  step configure cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  root="$(cd "$prefix/../.." && pwd)"
+  standard="$(torch_cxx_standard "$root")"
+  echo "[gpu] LibTorch at $root; its headers ask for C++$standard" | tee "$out/standard.txt"
+  extra+=("-DCMAKE_CXX_STANDARD=$standard")
+  # No CUDA code of txl's own: the architecture list only spares CMake its GPU probe.
+  export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+  step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$prefix" "${extra[@]+"${extra[@]}"}"
-  step build cmake --build build-cuda -j "$(nproc)" --target txl txl_core_tests
-  if [[ ! -x build-cuda/txl || ! -x build-cuda/txl_core_tests ]]; then
-    echo "[gpu] the build failed: $out/build.log" >&2
-    exit 1
+  if (( last_status != 0 )); then
+    rm -rf "$build"
+    step configure-direct cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DTXL_TORCH_ROOT="$root" "${extra[@]+"${extra[@]}"}"
   fi
-  step info build-cuda/txl info --no-bench
-  step device-tests build-cuda/txl_core_tests \
-    --gtest_filter='DeviceNames*:ResolveDevice*:DeviceConfig*:DeviceCli*:*OnCuda*'
+  # -k 0: every file that fails to compile is in the log, not only the first.
+  step build cmake --build "$build" -j "$(nproc)" --target txl txl_core_tests -- -k 0
+  if [[ ! -x "$build"/txl ]]; then
+    echo "[gpu] the build failed: $out/build.log" >&2
+    finish
+    return 1
+  fi
+  step info "$build"/txl info --no-bench
+  if [[ -x "$build"/txl_core_tests ]]; then
+    step device-tests "$build"/txl_core_tests \
+      --gtest_filter='DeviceNames*:ResolveDevice*:DeviceConfig*:DeviceCli*:*OnCuda*'
+  fi
   local shape precision
   for shape in $shapes; do
     write_bench_config "$out/$shape.json" "$shape" "$device"
-    for precision in fp32 bf16; do
-      step "bench-$shape-$precision" build-cuda/txl bench --config "$out/$shape.json" \
+    for precision in bf16 fp32; do
+      step "bench-$shape-$precision" "$build"/txl bench --config "$out/$shape.json" \
         --precision "$precision" --steps "$steps" --warmup "$warmup" --long-length 0 \
         --json "$out/bench-$shape-$precision.json"
     done
   done
+  if [[ "${TXL_GPU_CHECK_ENCODINGS:-1}" != 0 ]]; then
+    # Every encoding at the first shape without memory (equal work), interleaved, with
+    # LibTorch's scaled_dot_product_attention where it applies and without it.
+    shape="${shapes%% *}"
+    local sdpa
+    for sdpa in 1 0; do
+      step "encodings-sdpa$sdpa" env TXL_SDPA=$sdpa "$build"/txl bench \
+        --config "$out/$shape.json" --set train.mem_len=0 --precision bf16 --encodings all \
+        --rounds 3 --steps "$steps" --warmup "$warmup" --long-length 0 \
+        --json "$out/encodings-sdpa$sdpa.json"
+    done
+  fi
+  if [[ "${TXL_GPU_CHECK_SUITE:-1}" != 0 ]]; then
+    step suite-build cmake --build "$build" -j "$(nproc)" -- -k 0
+    step suite ctest --test-dir "$build" -j "$(nproc)" --timeout 300 --output-on-failure
+  fi
+  finish
+  return "$failed"
+}
+
+finish() {
   {
     printf '%s\n' "${summary[@]}"
-    printf '%-22s %14d s\n' "total wall time" $(( SECONDS - t0 ))
+    printf '%-22s %14d s\n' "total wall time" "$SECONDS"
   } | tee "$out/summary.txt"
-  return "$failed"
 }
 
 case "${1:-}" in
