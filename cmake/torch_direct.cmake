@@ -105,3 +105,4 @@ set_target_properties(txl_torch PROPERTIES INTERFACE_LINK_LIBRARIES "${_txl_link
 # The CUDA library is named by a linker flag, which CMake does not add to the run path.
 set_target_properties(txl_torch PROPERTIES INTERFACE_LINK_OPTIONS "-Wl,-rpath,${_txl_libdir}")
 set(TORCH_LIBRARIES txl_torch)
+set(TORCH_INCLUDE_DIRS "${_txl_include};${_txl_include}/torch/csrc/api/include")

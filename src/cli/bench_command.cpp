@@ -263,10 +263,10 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
              r.flops.eval_per_token / 1e6, r.flops.formula);
   fmt::print(
       "achieved     train {:.1f} GFLOP/s, eval {:.1f} GFLOP/s | GEMM peak {} {:.1f} GFLOP/s "
-      "(1024^3, best of LibTorch and oneDNN) | MFU train {:.1f}% (median step {:.1f}%, fastest "
+      "({}^3, best of LibTorch and oneDNN) | MFU train {:.1f}% (median step {:.1f}%, fastest "
       "{:.1f}%), eval {:.1f}%\n",
-      r.achieved_gflops, r.eval_achieved_gflops, r.precision, r.gemm_peak_gflops, 100.0 * r.mfu,
-      100.0 * r.mfu_median_step, 100.0 * r.mfu_fastest_step, 100.0 * r.eval_mfu);
+      r.achieved_gflops, r.eval_achieved_gflops, r.precision, r.gemm_peak_gflops, r.gemm_peak_n,
+      100.0 * r.mfu, 100.0 * r.mfu_median_step, 100.0 * r.mfu_fastest_step, 100.0 * r.eval_mfu);
   fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
              r.load_average);
   if (profile) {

@@ -12,6 +12,7 @@
 #include "txl/platform/gemm_rate.h"
 #include "txl/platform/onednn.h"
 #include "txl/platform/runtime.h"
+#include "txl/train/distributed.h"
 
 namespace txl {
 
@@ -48,7 +49,8 @@ int run_info(const InfoOptions& o) {
              wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
   fmt::print("threads      {} of {} logical cores\n", threads, logical_cores());
   fmt::print("devices      {} (--device, train.device)\n", describe_devices());
-  fmt::print("distributed  c10d, Gloo (txl train --nproc N)\n");
+  fmt::print("distributed  {}\n", gloo_built() ? "c10d, Gloo (txl train --nproc N)"
+                                               : "unavailable: " + gloo_missing_reason());
   fmt::print("subwords     {}\n", subword_available() ? "bpe, unigram (sentencepiece plugin)"
                                                       : "unavailable: " + subword_problem());
   const char* forced = std::getenv("TXL_CPU_FLAGS");

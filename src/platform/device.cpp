@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "txl/config/config.h"
+#include "txl/util/env.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -60,8 +61,9 @@ std::string describe_devices() {
 
 void prepare_device(const torch::Device& device) {
   if (!device.is_cuda()) return;
-  at::globalContext().setAllowTF32CuBLAS(true);
-  at::globalContext().setAllowTF32CuDNN(true);
+  const bool tf32 = !env_is("TXL_TF32", "0");
+  at::globalContext().setAllowTF32CuBLAS(tf32);
+  at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
 at::Generator default_generator(const torch::Device& device) {

@@ -267,8 +267,9 @@ void profile_evaluation(BenchModel& b, const BenchOptions& o) {
 }
 
 // The rates that follow from the timings and the GEMM peak.
-void finish_result(BenchResult& r, double gemm_peak_gflops) {
+void finish_result(BenchResult& r, double gemm_peak_gflops, int64_t gemm_peak_n) {
   r.gemm_peak_gflops = gemm_peak_gflops;
+  r.gemm_peak_n = gemm_peak_n;
   r.peak_rss_mb = peak_rss_mb();
   r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
   r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
@@ -282,11 +283,16 @@ void finish_result(BenchResult& r, double gemm_peak_gflops) {
   r.load_average = load_average();
 }
 
-// The GEMM peak at the bench's dtype, large enough to fill the device.
+// The size n of the n^3 GEMM that gives the peak: large enough to fill the device.
+int64_t gemm_peak_size(const Config& config) {
+  return resolve_device(config.train.device, "train.device").is_cpu() ? 1024 : 8192;
+}
+
+// The GEMM peak at the bench's dtype.
 double gemm_peak(const Config& config) {
   const torch::Device device = resolve_device(config.train.device, "train.device");
-  const int64_t gemm_n = device.is_cpu() ? 1024 : 8192;
-  return measure_gemm_gflops(gemm_dtype(config.train.precision), gemm_n, 10, device);
+  return measure_gemm_gflops(gemm_dtype(config.train.precision), gemm_peak_size(config), 10,
+                             device);
 }
 
 }  // namespace
@@ -311,7 +317,7 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   summarize_training(*b);
   time_evaluations({b.get()}, o, true);
   if (o.profile) profile_evaluation(*b, o);
-  finish_result(r, std::max(peak_before, gemm_peak(config)));
+  finish_result(r, std::max(peak_before, gemm_peak(config)), gemm_peak_size(config));
   return std::move(b->result);
 }
 
@@ -339,7 +345,7 @@ std::vector<BenchResult> run_interleaved_bench(const std::vector<Config>& config
   for (BenchModel* b : all) {
     b->result.onednn_direct = b->model->device().is_cpu() ? onednn : "not used off the CPU";
     b->result.steps = o.steps * std::max<int64_t>(rounds, 1);
-    finish_result(b->result, peak);
+    finish_result(b->result, peak, gemm_peak_size(configs.front()));
     out.push_back(std::move(b->result));
   }
   return out;

@@ -93,6 +93,7 @@ nlohmann::json BenchResult::to_json() const {
       {"achieved_gflops", achieved_gflops},
       {"eval_achieved_gflops", eval_achieved_gflops},
       {"gemm_peak_gflops", gemm_peak_gflops},
+      {"gemm_peak_n", gemm_peak_n},
       {"onednn_direct", onednn_direct},
       {"mfu", mfu},
       {"mfu_median_step", mfu_median_step},

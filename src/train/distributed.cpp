@@ -8,7 +8,15 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+// Gloo's headers come with Debian's LibTorch (libgloo-dev), not with PyTorch's wheels; a
+// build without them (CMakeLists.txt decides) trains in one process only.
+#if TXL_HAS_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+using GlooGroup = c10d::ProcessGroupGloo;
+#else
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+using GlooGroup = c10d::Backend;  // never made: Distributed refuses several ranks first
+#endif
 
 #include "txl/platform/tcp_store.h"
 #include "txl/platform/torch_error.h"
@@ -89,7 +97,7 @@ struct Distributed::Group {
   // accepted the connection and never answers waits forever in LibTorch 1.13).
   Watchdog watchdog;
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  c10::intrusive_ptr<GlooGroup> pg;
   std::chrono::milliseconds timeout;
   int rank = 0;
 
@@ -113,8 +121,17 @@ struct Distributed::Group {
   }
 };
 
+bool gloo_built() { return TXL_HAS_GLOO != 0; }
+
+std::string gloo_missing_reason() {
+  return "data-parallel training needs Gloo, and this txl was built without it (its LibTorch "
+         "came without Gloo's headers, as PyTorch's wheels do; Debian's libtorch-dev has them): "
+         "train with one process";
+}
+
 namespace {
 
+#if TXL_HAS_GLOO
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
     const DistributedEnv& env, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -128,6 +145,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
   options->threads = 1;
   return options;
 }
+#endif
 
 }  // namespace
 
@@ -151,8 +169,12 @@ Distributed::Distributed(const DistributedEnv& env) : env_(env) {
     store.workers = static_cast<size_t>(env.world_size);
     store.timeout = group_->timeout;
     group_->store = make_tcp_store(store);
+#if TXL_HAS_GLOO
     group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(
         group_->store, env.rank, env.world_size, gloo_options(env, group_->timeout));
+#else
+    throw std::runtime_error(gloo_missing_reason());
+#endif
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format(
         "rank {} of {} could not join the others at {}:{} (gave up after {:.1f} s; the "

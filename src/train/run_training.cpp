@@ -117,6 +117,9 @@ void check_streams_per_rank(const Config& config, int world_size) {
 // does not use NCCL (CUDA's collectives) yet.
 void check_training_device(const Config& config, int world_size) {
   const torch::Device device = resolve_device(config.train.device, "train.device");
+  if (world_size > 1 && !gloo_built()) {
+    throw InputError(std::to_string(world_size) + " processes: " + gloo_missing_reason());
+  }
   if (world_size > 1 && !device.is_cpu()) {
     throw InputError("train.device " + config.train.device + " with " + std::to_string(world_size) +
                      " processes: data-parallel training runs on the CPU only (Gloo); train on "

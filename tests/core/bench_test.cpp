@@ -89,6 +89,7 @@ TEST(Bench, JsonHasEveryFieldPositiveAndOneLongWindowPerEncoding) {
               1e-6 * j.at("train_tokens_per_s").get<double>());
   EXPECT_NEAR(j.at("mfu").get<double>(),
               j.at("achieved_gflops").get<double>() / j.at("gemm_peak_gflops").get<double>(), 1e-9);
+  EXPECT_EQ(j.at("gemm_peak_n"), 1024);  // on the CPU; 8192 on a GPU
   EXPECT_NE(j.at("flops_formula").get<std::string>().find("6*(N + attn + pos)"), std::string::npos);
 
   ASSERT_TRUE(j.contains("long_window") && j.at("long_window").is_array()) << j.dump();

@@ -287,7 +287,8 @@ inline std::string write_corpus(const std::string& dir, const std::string& train
 // Trains a tiny run with the real CLI; fails the test (and returns false) when it fails.
 inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir,
                            const std::string& encoding, const std::string& tokenizer = "char",
-                           int steps = 3, const std::vector<std::string>& extra = {}) {
+                           int steps = 3, const std::vector<std::string>& extra = {},
+                           const std::vector<std::string>& env = {}) {
   // Encodings without memory (absolute, learned_absolute) refuse train.mem_len > 0, and those
   // without a distance table model.max_rel_dist.
   const EncodingTraits& traits = encoding_traits(parse_pos_encoding(encoding, "encoding"));
@@ -311,7 +312,7 @@ inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir
                  " \"eval\": {\"lengths\": [8, 16, 32], \"split\": \"valid\"}}");
   std::vector<std::string> args = {"train", "--config", config, "--run-dir", run_dir};
   for (const auto& e : extra) args.push_back(e);
-  const auto r = run_txl(args);
+  const auto r = run_txl(args, env);
   EXPECT_EQ(r.code, 0) << "txl train failed:\n" << r.err;
   return r.code == 0;
 }

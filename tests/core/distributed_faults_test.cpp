@@ -17,6 +17,7 @@
 #include "txl/platform/runtime.h"
 #include "txl/platform/watchdog.h"
 #include "txl/run/checkpoint.h"
+#include "txl/train/distributed.h"
 
 namespace txl::testing {
 namespace {
@@ -77,6 +78,7 @@ std::string tiny_run_config(const std::string& root, int batch_size = 4, int ste
 }
 
 TEST(DistributedFaults, ARankWhosePeerNeverAnswersGivesUpAfterTheTimeout) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const std::string root = scratch_dir("silent");
   const std::string config = tiny_run_config(root);
   for (const bool accepts : {false, true}) {
@@ -192,6 +194,7 @@ bool wait_for_text(const std::string& path, const std::string& text, double seco
 // launcher and every rank are gone within seconds; a stop during training checkpoints, and
 // the printed resume command (with --nproc 2) continues the run.
 TEST(DistributedFaults, SigtermOfTheLauncherStopsEveryRankPromptly) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const std::string root = scratch_dir("launcher_sigterm");
   const std::string config = tiny_run_config(root, 4, 100000);
   for (const char* when : {"launching", "\nstep "}) {  // starting; a progress line logged
@@ -224,6 +227,7 @@ TEST(DistributedFaults, SigtermOfTheLauncherStopsEveryRankPromptly) {
 }
 
 TEST(DistributedFaults, ThreadsFarAboveTheCoresAreCappedWithAWarning) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const int64_t cores = logical_cores();
   const ThreadShare fits = share_cores(1, 1);
   EXPECT_EQ(fits.threads, 1);

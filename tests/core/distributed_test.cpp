@@ -40,6 +40,7 @@ CliResult train(const std::string& config, const std::string& run, std::vector<s
 }
 
 TEST(Distributed, TwoRanksGiveTheLossesOfOneProcessWithTheSameGlobalBatch) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const std::string root = scratch_dir("ddp_equal");
   const std::string config = ddp_config(root);
   auto r = train(config, root + "/one", {});
@@ -71,6 +72,7 @@ TEST(Distributed, TwoRanksGiveTheLossesOfOneProcessWithTheSameGlobalBatch) {
 }
 
 TEST(Distributed, AStoppedTwoRankRunResumesBitForBitOnlyWithTwoRanks) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const std::string root = scratch_dir("ddp_resume");
   const std::string config = ddp_config(root);
   auto r = train(config, root + "/whole", {"--nproc", "2"});
@@ -96,6 +98,7 @@ TEST(Distributed, AStoppedTwoRankRunResumesBitForBitOnlyWithTwoRanks) {
 }
 
 TEST(Distributed, KillingOneRankStopsTheOtherWithinSecondsAndKeepsTheCheckpoint) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const std::string root = scratch_dir("ddp_kill");
   const std::string config = ddp_config(root, 400);
   const auto start = std::chrono::steady_clock::now();

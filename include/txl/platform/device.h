@@ -30,7 +30,8 @@ bool cuda_compiled_in();
 
 // Once per process, before the first model runs on `device`: on CUDA, TF32 for float32
 // matrix products and convolutions (GPUs without TF32 units ignore it), as NVIDIA's
-// Transformer-XL trains; nothing on the CPU.
+// Transformer-XL trains, unless the environment sets TXL_TF32=0 (float32 products in float32,
+// to compare with a CPU run); nothing on the CPU.
 void prepare_device(const torch::Device& device);
 
 // The generator dropout draws from on `device` (LibTorch's default one for that device):

@@ -111,6 +111,7 @@ struct BenchResult {
   double achieved_gflops = 0.0;  // training
   double eval_achieved_gflops = 0.0;
   double gemm_peak_gflops = 0.0;  // measured n^3 GEMM, same dtype and threads, faster engine
+  int64_t gemm_peak_n = 0;        // its n: 1024 on the CPU, 8192 on a GPU
   std::string onednn_direct;      // onednn_matmul_status(): whether products bypass LibTorch
   double mfu = 0.0;               // achieved_gflops / gemm_peak_gflops
   double mfu_median_step = 0.0;   // the same at the median step's rate

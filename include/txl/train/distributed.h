@@ -41,6 +41,11 @@ struct DistributedEnv {
 // without RANK.
 DistributedEnv distributed_env_from_environment();
 
+// Whether this txl was built with Gloo (CMakeLists.txt: its headers beside LibTorch's), and,
+// where not, the sentence that says so to a user asking for several processes.
+bool gloo_built();
+std::string gloo_missing_reason();
+
 class Distributed {
  public:
   // World size 1: no process group, every collective is the identity. Otherwise joins the
