@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cli_harness.h"
+#include "needs_gnuplot.h"
 #include "txl/cli/eval_options.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/compare_runs.h"
@@ -60,6 +61,7 @@ std::map<std::string, uint64_t> run_state_checksums(const std::string& run) {
 }
 
 TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
+  if (!testing::has_gnuplot()) GTEST_SKIP() << testing::kNoGnuplot;
   const auto t = train_two_runs("compare");
   ASSERT_TRUE(fs::exists(t.rel + "/checkpoint.pt") && fs::exists(t.abs + "/checkpoint.pt"));
   const auto rel_before = run_state_checksums(t.rel), abs_before = run_state_checksums(t.abs);
