@@ -1,6 +1,9 @@
 #include "txl/train/adamw_step.h"
 
 #include <cmath>
+#include <map>
+#include <optional>
+#include <vector>
 
 #include "txl/platform/parallel.h"
 #include "txl/platform/torch_compat.h"
@@ -74,7 +77,67 @@ const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
   return static_cast<const torch::optim::AdamWParamState*>(found->second.get());
 }
 
+bool adamw_multi_tensor_available() { return TXL_TORCH_AT_LEAST(2, 4); }
+
+bool adamw_step_is_multi_tensor(const torch::optim::AdamW& optimizer) {
+  if (!adamw_multi_tensor_available()) return false;
+  std::optional<torch::Device> device;
+  for (const auto& group : optimizer.param_groups()) {
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      if (!p.is_cuda() || p.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
+          p.grad().scalar_type() != torch::kFloat32 || p.grad().is_sparse() ||
+          (device && *device != p.device()))
+        return false;
+      device = p.device();
+    }
+  }
+  return true;
+}
+
+void adamw_step_multi_tensor(torch::optim::AdamW& optimizer) {
+#if TXL_TORCH_AT_LEAST(2, 4)
+  torch::NoGradGuard no_grad;
+  for (auto& group : optimizer.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    TORCH_CHECK(!o.amsgrad(), "adamw_step_multi_tensor takes no amsgrad");
+    // The kernel takes one step count per parameter; parameters that missed steps (no
+    // gradient) have another count, so each count is a call of its own.
+    struct Lists {
+      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+    };
+    std::map<int64_t, Lists> by_step;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& state = state_of(optimizer.state(), p);
+      state.step(state.step() + 1);
+      auto& lists = by_step[state.step()];
+      lists.params.push_back(p);
+      lists.grads.push_back(p.grad().contiguous());
+      lists.exp_avgs.push_back(state.exp_avg());
+      lists.exp_avg_sqs.push_back(state.exp_avg_sq());
+    }
+    for (auto& [step, lists] : by_step) {
+      const auto count = torch::full({}, static_cast<double>(step),
+                                     torch::TensorOptions().device(lists.params.front().device()));
+      const std::vector<torch::Tensor> steps(lists.params.size(), count);
+      at::_fused_adamw_(lists.params, lists.grads, lists.exp_avgs, lists.exp_avg_sqs, {}, steps,
+                        o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(),
+                        o.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    }
+  }
+#else
+  (void)optimizer;
+  TORCH_CHECK(false, "LibTorch's fused AdamW kernel needs LibTorch 2.4 or later");
+#endif
+}
+
 void adamw_step(torch::optim::AdamW& optimizer) {
+  if (adamw_step_is_multi_tensor(optimizer)) {
+    adamw_step_multi_tensor(optimizer);
+    return;
+  }
   if (!adamw_step_is_fused(optimizer)) {
     optimizer.step();
     return;

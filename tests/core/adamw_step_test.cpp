@@ -4,6 +4,7 @@
 #include "txl/train/adamw_step.h"
 
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include "test_util.h"
 
@@ -70,6 +71,36 @@ TEST(AdamWStep, FollowsTorchsAdamWOverSeveralSteps) {
   theirs_opt.step();
   for (size_t i = 0; i < ours.size(); ++i)
     EXPECT_LT(max_abs_diff(ours[i], theirs[i]), 1e-6) << "parameter " << i << " after step()";
+}
+
+// LibTorch's fused kernel, as adamw_step runs it on a GPU, run here on the CPU: the same
+// parameters, moments and step counts as step(), the parameter that misses steps included.
+TEST(AdamWStep, LibTorchsFusedKernelFollowsTorchsAdamW) {
+  if (!adamw_multi_tensor_available()) {
+    GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no fused AdamW kernel (2.4 and later)";
+  }
+  auto ours = make_parameters();
+  auto theirs = make_parameters();
+  auto ours_opt = make_optimizer(ours);
+  auto theirs_opt = make_optimizer(theirs);
+  EXPECT_FALSE(adamw_step_is_multi_tensor(ours_opt)) << "on the CPU adamw_step keeps its own pass";
+  for (int step = 0; step < 6; ++step) {
+    set_gradients(ours, step);
+    set_gradients(theirs, step);
+    set_lr(ours_opt, 3e-3 / (1 + step));
+    set_lr(theirs_opt, 3e-3 / (1 + step));
+    adamw_step_multi_tensor(ours_opt);
+    theirs_opt.step();
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_LT(max_abs_diff(ours[i], theirs[i]), 1e-6) << "parameter " << i;
+    const auto& a = *adamw_state(ours_opt, ours[i]);
+    const auto& b = *adamw_state(theirs_opt, theirs[i]);
+    EXPECT_EQ(a.step(), b.step()) << "parameter " << i;
+    EXPECT_LT(max_abs_diff(a.exp_avg(), b.exp_avg()), 1e-6) << "parameter " << i;
+    EXPECT_LT(max_abs_diff(a.exp_avg_sq(), b.exp_avg_sq()), 1e-6) << "parameter " << i;
+  }
+  EXPECT_EQ(adamw_state(ours_opt, ours[2])->step(), 3);
 }
 
 TEST(AdamWStep, HandsWhatItDoesNotFuseToTorch) {
