@@ -93,7 +93,7 @@ bool adamw_step_is_multi_tensor(const torch::optim::AdamW& optimizer) {
       device = p.device();
     }
   }
-  return true;
+  return device.has_value();
 }
 
 void adamw_step_multi_tensor(torch::optim::AdamW& optimizer) {

@@ -32,7 +32,8 @@ void adamw_step_multi_tensor(torch::optim::AdamW& optimizer);
 bool adamw_step_is_fused(const torch::optim::AdamW& optimizer);
 
 // Whether adamw_step hands this optimizer to adamw_step_multi_tensor: the kernel is there, no
-// amsgrad, and every parameter with a gradient is a contiguous float32 tensor on one GPU.
+// amsgrad, and every parameter with a gradient (at least one) is a contiguous float32 tensor
+// on one GPU.
 bool adamw_step_is_multi_tensor(const torch::optim::AdamW& optimizer);
 
 // The optimizer's state for parameter p, or null before its first step (the state map's key
