@@ -120,6 +120,7 @@ TEST(DistributedFaults, TheWatchdogEndsACallThatOutlivesItsDeadline) {
 }
 
 TEST(DistributedFaults, LaunchChecksComeBeforeAnyRankStarts) {
+  if (!txl::gloo_built()) GTEST_SKIP() << txl::gloo_missing_reason();
   const std::string root = scratch_dir("launch_checks");
   const std::string config = tiny_run_config(root);
   const std::string run = root + "/run";
