@@ -151,6 +151,10 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
 
 Distributed::Distributed(const DistributedEnv& env) : env_(env) {
   if (env.world_size <= 1) return;
+#if !TXL_HAS_GLOO
+  // Before the rendezvous: rank 0 would otherwise serve a store and wait for the others.
+  throw InputError(gloo_missing_reason());
+#endif
   group_ = std::make_unique<Group>();
   group_->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(env.timeout);
   group_->rank = env.rank;
@@ -172,8 +176,6 @@ Distributed::Distributed(const DistributedEnv& env) : env_(env) {
 #if TXL_HAS_GLOO
     group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(
         group_->store, env.rank, env.world_size, gloo_options(env, group_->timeout));
-#else
-    throw std::runtime_error(gloo_missing_reason());
 #endif
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format(
