@@ -5,28 +5,35 @@
 #                                      sources from Debian's -dev packages into deps/ (ignored
 #                                      by git), for a GPU machine that has none of them
 #   scripts/gpu_check.sh run OUT_DIR   on the GPU machine (PyTorch 2.x with CUDA, CMake, ninja;
-#                                      no network, no -dev packages): builds txl and its core
-#                                      tests against that PyTorch's LibTorch into build-cuda/
-#                                      on every core, through LibTorch's CMake package or, where
-#                                      that fails (its CUDA toolkit search), from LibTorch's
-#                                      folder alone (TXL_TORCH_ROOT); runs the device tests
-#                                      (every encoding's losses and gradients against the
-#                                      CPU's, a short training run following the CPU's losses,
-#                                      and its checkpoint on either device), then `txl bench`
-#                                      of the Transformer-XL base shape (16 layers, d_model 512,
-#                                      8 heads, tgt_len = mem_len = 192, batch 32) and of the
-#                                      reference config in bf16 and fp32 (TF32 products), every
-#                                      encoding at the first shape in bf16 with LibTorch's
-#                                      scaled_dot_product_attention and without it (TXL_SDPA=0),
-#                                      and last the whole CPU suite (ctest) if time is left.
-#                                      Logs, bench JSON and a summary go to OUT_DIR; exit 0 when
-#                                      every step passed.
+#                                      no network, no -dev packages): builds txl and its tests
+#                                      against that PyTorch's LibTorch into build-cuda/ on every
+#                                      core, through LibTorch's CMake package or, where that
+#                                      fails (its CUDA toolkit search), from LibTorch's folder
+#                                      alone (TXL_TORCH_ROOT); runs the device tests, one
+#                                      process each (every encoding's losses and gradients
+#                                      against the CPU's, a short training run following the
+#                                      CPU's losses, its checkpoint on either device, AdamW and
+#                                      clipping against the CPU's), a debugger's backtrace of a
+#                                      test that crashed there once; then `txl bench` of the
+#                                      Transformer-XL base shape (16 layers, d_model 512, 8
+#                                      heads, tgt_len = mem_len = 192, batch 32) and of the
+#                                      reference config in bf16 and fp32 (TF32 products); the
+#                                      first shape in bf16 with and without LibTorch's
+#                                      multi-tensor kernels (TXL_MULTI_TENSOR=0), alternated,
+#                                      and its per-operator profile; every encoding at the first
+#                                      shape in bf16 with scaled_dot_product_attention for every
+#                                      encoding and for the content-only ones alone
+#                                      (TXL_SDPA_POSITION=0); last the whole CPU suite (ctest)
+#                                      if time is left. Logs, bench JSON, a summary and the
+#                                      crash reports' backtraces (crashes.txt) go to OUT_DIR;
+#                                      exit 0 when every step passed.
 # Environment, for trying the whole script out on a machine without a GPU:
 #   TXL_TORCH_PREFIX=DIR        LibTorch's CMake prefix instead of asking python3's torch
 #   TXL_GPU_CHECK_DEVICE=cpu    bench on the CPU (default cuda); the device tests then skip
 #   TXL_GPU_CHECK_STEPS=N       timed steps per bench (default 20); TXL_GPU_CHECK_WARMUP=N (5)
 #   TXL_GPU_CHECK_SHAPES="base reference"  which shapes to bench (default both)
 #   TXL_GPU_CHECK_ENCODINGS=0   skip the every-encoding benches; TXL_GPU_CHECK_SUITE=0 the suite
+#   TXL_GPU_CHECK_ATTENTION="SDPA_POSITION=1 SDPA_POSITION=0"  the attention settings benched
 #   TXL_GPU_CHECK_BUILD_DIR=DIR the build folder (default build-cuda)
 #   TXL_GPU_CHECK_DEADLINE=S    seconds from the start after which no further step starts
 #                               (default 100000); each step is also stopped at the deadline
@@ -137,7 +144,7 @@ run_check() {
       -DTXL_TORCH_ROOT="$root" "${extra[@]+"${extra[@]}"}"
   fi
   # -k 0: every file that fails to compile is in the log, not only the first.
-  step build cmake --build "$build" -j "$(nproc)" --target txl txl_core_tests -- -k 0
+  step build cmake --build "$build" -j "$(nproc)" -- -k 0
   if [[ ! -x "$build"/txl ]]; then
     echo "[gpu] the build failed: $out/build.log" >&2
     finish
@@ -157,7 +164,7 @@ run_check() {
         --gtest_filter=CheckpointFile.RoundTripRestoresEverythingTheNextStepNeeds
     fi
   fi
-  local shape precision
+  local shape precision round
   for shape in $shapes; do
     write_bench_config "$out/$shape.json" "$shape" "$device"
     for precision in bf16 fp32; do
@@ -166,24 +173,64 @@ run_check() {
         --json "$out/bench-$shape-$precision.json"
     done
   done
+  shape="${shapes%% *}"
+  # LibTorch's multi-tensor kernels (fused AdamW, foreach clipping) against one kernel per
+  # parameter (TXL_MULTI_TENSOR=0), alternated, at the first shape in bf16; then where the
+  # step's host time goes, by operator.
+  for round in 1 2; do
+    for mt in 0 1; do
+      step "multi-tensor$mt-$round" env TXL_MULTI_TENSOR="$mt" "$build"/txl bench \
+        --config "$out/$shape.json" --precision bf16 --steps "$steps" --warmup "$warmup" \
+        --long-length 0 --json "$out/multi-tensor$mt-$round.json"
+    done
+  done
+  step "profile-$shape-bf16" "$build"/txl bench --config "$out/$shape.json" --precision bf16 \
+    --steps 5 --warmup "$warmup" --long-length 0 --profile
   if [[ "${TXL_GPU_CHECK_ENCODINGS:-1}" != 0 ]]; then
     # Every encoding at the first shape without memory (equal work), interleaved, with
-    # LibTorch's scaled_dot_product_attention where it applies and without it.
-    shape="${shapes%% *}"
-    local sdpa
-    for sdpa in 1 0; do
-      step "encodings-sdpa$sdpa" env TXL_SDPA=$sdpa "$build"/txl bench \
+    # LibTorch's scaled_dot_product_attention for every encoding (the default), and for those
+    # without a learned position term only (TXL_SDPA_POSITION=0); TXL_GPU_CHECK_ATTENTION
+    # lists the settings (SDPA=0: none of it).
+    local setting
+    for setting in ${TXL_GPU_CHECK_ATTENTION:-SDPA_POSITION=1 SDPA_POSITION=0}; do
+      step "encodings-$setting" env "TXL_$setting" "$build"/txl bench \
         --config "$out/$shape.json" --set train.mem_len=0 --precision bf16 --encodings all \
         --rounds 3 --steps "$steps" --warmup "$warmup" --long-length 0 \
-        --json "$out/encodings-sdpa$sdpa.json"
+        --json "$out/encodings-$setting.json"
     done
   fi
   if [[ "${TXL_GPU_CHECK_SUITE:-1}" != 0 ]]; then
-    step suite-build cmake --build "$build" -j "$(nproc)" -- -k 0
     step suite ctest --test-dir "$build" -j "$(nproc)" --timeout 300 --output-on-failure
   fi
+  symbolize_crashes
   finish
   return "$failed"
+}
+
+# The backtraces txl's crash report (src/platform/crash_report.cpp) wrote into the logs, into
+# OUT_DIR/crashes.txt: C++ names demangled, and the executable's own frames (binary(+0x...))
+# named by addr2line where it is at hand.
+symbolize_crashes() {
+  local log
+  : >"$out/crashes.txt"
+  for log in "$out"/*.log; do
+    grep -q 'txl: crashed with' "$log" 2>/dev/null || continue
+    echo "== $log" >>"$out/crashes.txt"
+    grep -A 66 'txl: crashed with' "$log" | head -n 2000 | symbolize_frames |
+      { c++filt 2>/dev/null || cat; } >>"$out/crashes.txt"
+  done
+  echo "[gpu] crash reports: $(grep -c '^== ' "$out/crashes.txt") logs (crashes.txt)"
+}
+
+symbolize_frames() {
+  local frame
+  while IFS= read -r frame; do
+    if [[ "$frame" =~ ^([^\(\ ]+)\(\+(0x[0-9a-f]+)\) ]] && command -v addr2line >/dev/null; then
+      echo "$frame  $(addr2line -Cfpe "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" 2>/dev/null)"
+    else
+      echo "$frame"
+    fi
+  done
 }
 
 finish() {

@@ -6,11 +6,13 @@
 #include <CLI/CLI.hpp>
 
 #include "txl/cli/commands.h"
+#include "txl/platform/crash_report.h"
 #include "txl/platform/runtime.h"
 #include "txl/platform/torch_error.h"
 #include "txl/util/error.h"
 
 int main(int argc, char** argv) {
+  txl::install_crash_report();
   txl::ensure_fast_blas(argc, argv);
   txl::reuse_freed_memory();
   CLI::App app{"txl: Transformer-XL language models and position-encoding length studies"};

@@ -10,23 +10,42 @@
 
 namespace txl {
 
+namespace {
+
+// Whether the logits have a part besides query . key that takes a gradient: the relative
+// encodings' shifted term, or a learned bias (t5, kerple, fire).
+bool has_learned_position_term(const ScoreTerms& terms) {
+  return terms.shifted.defined() || (terms.bias.defined() && terms.bias.requires_grad());
+}
+
+}  // namespace
+
 bool sdpa_attention_applies(const ScoreTerms& terms, const torch::Tensor& v) {
-  if (!kHasScaledDotProductAttention || terms.shifted.defined() || !v.is_cuda()) return false;
-  if (terms.bias.defined() && terms.bias.requires_grad()) return false;
-  return !env_is("TXL_SDPA", "0");
+  if (!kHasScaledDotProductAttention || !v.is_cuda() || env_is("TXL_SDPA", "0")) return false;
+  return !has_learned_position_term(terms) || !env_is("TXL_SDPA_POSITION", "0");
 }
 
 torch::Tensor sdpa_attention(const ScoreTerms& terms, const torch::Tensor& v, int64_t mem_len) {
-  TORCH_CHECK(!terms.shifted.defined(), "sdpa_attention takes no shifted (relative) term");
   const auto& q = terms.query;
   const int64_t query_len = q.size(2);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
   torch::Tensor mask;
   bool causal = false;
-  if (terms.bias.defined()) {
+  if (has_learned_position_term(terms)) {
+    // Everything but query . key, with the future at -inf: an additive mask that takes a
+    // gradient, [B, H, Q, K] (or [1, H, Q, K] for a bias alone).
+    torch::Tensor position;
+    if (terms.shifted.defined()) position = rel_shift_padded(terms.shifted);
+    if (terms.bias.defined()) {
+      const auto bias = terms.bias.unsqueeze(0);
+      position = position.defined() ? position + bias : bias;
+    }
+    mask =
+        position.masked_fill(causal_mask(query_len, mem_len, q.device()), minus_inf).to(q.dtype());
+  } else if (terms.bias.defined()) {
     // The bias with the future at -inf, in the queries' dtype: [H, Q, K].
     mask = terms.bias.detach()
-               .masked_fill(causal_mask(query_len, mem_len, q.device()),
-                            -std::numeric_limits<float>::infinity())
+               .masked_fill(causal_mask(query_len, mem_len, q.device()), minus_inf)
                .to(q.dtype());
   } else if (mem_len > 0) {
     mask = causal_mask(query_len, mem_len, q.device()).logical_not();  // [Q, K] true: visible

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "txl/platform/multi_tensor.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/torch_compat.h"
 
@@ -53,20 +54,34 @@ void update(float* p, const float* g, float* m, float* v, int64_t n, const AdamW
   });
 }
 
+// Where the parameters take one of the single-pass updates: no amsgrad, and every parameter
+// with a gradient a contiguous float32 tensor with a dense float32 gradient, all on one device.
+struct PlainParameters {
+  bool plain = true;
+  std::optional<torch::Device> device;  // none: no parameter has a gradient
+};
+
+PlainParameters plain_parameters(const torch::optim::AdamW& optimizer) {
+  PlainParameters found;
+  for (const auto& group : optimizer.param_groups()) {
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return {false};
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      if (p.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
+          p.grad().scalar_type() != torch::kFloat32 || p.grad().is_sparse() ||
+          (found.device && *found.device != p.device()))
+        return {false};
+      found.device = p.device();
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 bool adamw_step_is_fused(const torch::optim::AdamW& optimizer) {
-  for (const auto& group : optimizer.param_groups()) {
-    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
-    if (o.amsgrad()) return false;
-    for (const auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      if (!p.is_cpu() || p.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
-          p.grad().scalar_type() != torch::kFloat32 || p.grad().is_sparse())
-        return false;
-    }
-  }
-  return true;
+  const PlainParameters found = plain_parameters(optimizer);
+  return found.plain && (!found.device || found.device->is_cpu());
 }
 
 const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
@@ -80,20 +95,9 @@ const torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer,
 bool adamw_multi_tensor_available() { return TXL_TORCH_AT_LEAST(2, 4); }
 
 bool adamw_step_is_multi_tensor(const torch::optim::AdamW& optimizer) {
-  if (!adamw_multi_tensor_available()) return false;
-  std::optional<torch::Device> device;
-  for (const auto& group : optimizer.param_groups()) {
-    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
-    for (const auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      if (!p.is_cuda() || p.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
-          p.grad().scalar_type() != torch::kFloat32 || p.grad().is_sparse() ||
-          (device && *device != p.device()))
-        return false;
-      device = p.device();
-    }
-  }
-  return device.has_value();
+  if (!adamw_multi_tensor_available() || !multi_tensor_enabled()) return false;
+  const PlainParameters found = plain_parameters(optimizer);
+  return found.plain && found.device && found.device->is_cuda();
 }
 
 void adamw_step_multi_tensor(torch::optim::AdamW& optimizer) {

@@ -21,6 +21,7 @@
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
 #include "txl/train/adamw_step.h"
+#include "txl/train/grad_clip.h"
 #include "txl/train/step_checks.h"
 
 namespace txl {
@@ -128,7 +129,7 @@ void train_step(BenchModel& b, const BenchOptions& o, bool timed) {
   clear_gradients(model->parameters());
   loss.backward();
   const auto t2 = finished(device);
-  if (tc.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), tc.clip);
+  if (tc.clip > 0) clip_gradients(model->parameters(), tc.clip);
   const double loss_value = loss.item<double>();
   TORCH_CHECK(std::isfinite(loss_value), "bench: loss is not finite");
   const auto t3 = Clock::now();

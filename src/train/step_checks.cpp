@@ -8,15 +8,6 @@
 
 namespace txl {
 
-double total_grad_norm(const std::vector<torch::Tensor>& parameters) {
-  std::vector<torch::Tensor> norms;
-  for (const auto& p : parameters) {
-    if (p.grad().defined()) norms.push_back(p.grad().norm());  // [] each
-  }
-  if (norms.empty()) return 0.0;
-  return torch::stack(norms).norm().item<double>();
-}
-
 void clear_gradients(const std::vector<torch::Tensor>& parameters) {
   for (auto p : parameters) p.mutable_grad().reset();
 }

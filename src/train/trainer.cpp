@@ -25,6 +25,7 @@
 #include "txl/train/adamw_step.h"
 #include "txl/train/batcher.h"
 #include "txl/train/distributed.h"
+#include "txl/train/grad_clip.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/train/metrics_log.h"
 #include "txl/train/resume.h"
@@ -229,7 +230,7 @@ StepOutcome forward_backward(TrainRun& run) {
   loss.backward();
   // Equal shards: the mean of the ranks' mean gradients is the whole batch's.
   if (run.dist != nullptr) run.dist->average_gradients(run.model->parameters());
-  out.grad_norm = tc.clip > 0 ? torch::nn::utils::clip_grad_norm_(run.model->parameters(), tc.clip)
+  out.grad_norm = tc.clip > 0 ? clip_gradients(run.model->parameters(), tc.clip)
                               : total_grad_norm(run.model->parameters());
   out.loss = loss.item<double>();
   if (run.dist != nullptr) out.loss = run.dist->sum(out.loss) / run.world;

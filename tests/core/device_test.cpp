@@ -210,9 +210,12 @@ INSTANTIATE_TEST_SUITE_P(EveryEncoding, ModelOnCuda, ::testing::ValuesIn(testing
                          [](const auto& info) { return to_string(info.param); });
 
 // A short run on the GPU follows the CPU's losses (dropout off; float32 products in float32,
-// TXL_TF32=0: with TF32's 10-bit mantissas the H200's losses drifted 1% from the CPU's in 12
-// steps), its checkpoint evaluates to the same perplexity on either device, and it resumes
-// on the GPU.
+// TXL_TF32=0), its checkpoint evaluates to the same perplexity on either device, and it
+// resumes on the GPU. The two runs agree within 0.2% for the first 4 steps, as one step's
+// losses and gradients do (ModelOnCuda); after that AdamW's early steps, which move a
+// parameter by about lr whatever the size of its gradient, turn rounding differences into
+// drift: on an H200 0.25% at step 5 and 1.07% at step 12, the same with TF32 and without.
+// So later steps are held to 3%.
 TEST(TrainOnCuda, FollowsTheCpuRunAndItsCheckpointLoadsOnEitherDevice) {
   if (!has_cuda()) GTEST_SKIP() << "no CUDA device in this LibTorch (" << describe_devices() << ")";
   const auto dir = testing::scratch_dir("train_cuda");
@@ -230,7 +233,8 @@ TEST(TrainOnCuda, FollowsTheCpuRunAndItsCheckpointLoadsOnEitherDevice) {
   const auto gpu_losses = testing::read_losses(dir + "/gpu");
   ASSERT_EQ(cpu_losses.size(), gpu_losses.size());
   for (const auto& [step, loss] : cpu_losses) {
-    EXPECT_NEAR(gpu_losses.at(step), loss, 2e-3 * std::abs(loss)) << "step " << step;
+    const double tolerance = step <= 4 ? 2e-3 : 3e-2;
+    EXPECT_NEAR(gpu_losses.at(step), loss, tolerance * std::abs(loss)) << "step " << step;
   }
   std::vector<double> nll;
   for (const std::string device : {"cpu", "cuda"}) {

@@ -1,8 +1,10 @@
 // Small helpers shared by the core tests.
 #pragma once
 
+#include <stdlib.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,5 +61,31 @@ inline std::vector<int32_t> random_ids(int64_t n, int64_t vocab) {
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
+
+// Sets (or, with nullptr, unsets) an environment variable for a scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (saved_) {
+      ::setenv(name_.c_str(), saved_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> saved_;
+};
 
 }  // namespace txl::testing

@@ -9,10 +9,6 @@
 
 namespace txl {
 
-// The global L2 norm of the gradients, without clipping them (train.clip = 0): the non-finite
-// check must see NaN gradients behind a finite loss too.
-double total_grad_norm(const std::vector<torch::Tensor>& parameters);
-
 // Drops every parameter's gradient (undefined, not zero-filled), so backward writes fresh ones:
 // no fill of each gradient and no add into it per step. What the zero_grad of newer torch
 // versions does by default; 1.13's zero_grad fills zeros. A parameter no loss reaches then
