@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "txl/model/vector_kernels.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/env.h"
+#include "txl/util/error.h"
+#include "txl/util/parse.h"
 
 namespace txl {
 
@@ -41,8 +44,15 @@ struct Operands {
 int64_t row_block(int64_t query_len) {
   constexpr int64_t kRowBlock = 32;
   int64_t rows = kRowBlock;
-  if (const char* set = std::getenv("TXL_FUSED_ROW_BLOCK")) rows = std::atoll(set);
-  return std::clamp<int64_t>(rows, 1, std::max<int64_t>(query_len, 1));
+  if (const char* set = std::getenv("TXL_FUSED_ROW_BLOCK")) {
+    std::vector<int64_t> parsed;
+    if (parse_positive_integers(set, parsed) || parsed.size() != 1) {
+      throw InputError(std::string("TXL_FUSED_ROW_BLOCK=") + set +
+                       ": expected one positive integer (query rows per block)");
+    }
+    rows = parsed.front();
+  }
+  return std::min(rows, std::max<int64_t>(query_len, 1));
 }
 
 // The blocks of a head's rows, last first (its keys are all K keys), as (first row, rows,

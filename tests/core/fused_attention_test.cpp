@@ -18,6 +18,7 @@
 #include "txl/model/positional.h"
 #include "txl/model/transformer.h"
 #include "txl/platform/runtime.h"
+#include "txl/util/error.h"
 
 namespace txl {
 namespace {
@@ -139,6 +140,24 @@ TEST_P(Fused, GradientsEqualTheOperatorPath) {
       EXPECT_LT(max_abs_diff(got[i], expected[i]) / scale, 1e-5) << "input " << i;
     }
   }
+}
+
+TEST(FusedRowBlock, AnythingButOnePositiveIntegerIsRefusedByName) {
+  auto s = make_setup(PosEncoding::kRelative, 4, 2);
+  for (const char* bad : {"", "0", "-3", "abc", "2,3", "4x"}) {
+    testing::ScopedEnv env("TXL_FUSED_ROW_BLOCK", bad);
+    try {
+      fused_attention(s.score->terms(s.q, s.k, s.pos), s.v, 2);
+      ADD_FAILURE() << "TXL_FUSED_ROW_BLOCK='" << bad << "' was taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("TXL_FUSED_ROW_BLOCK=" + std::string(bad) + ":"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  testing::ScopedEnv huge("TXL_FUSED_ROW_BLOCK", "1000000");  // more than Q: one block
+  const auto terms = s.score->terms(s.q, s.k, s.pos);
+  EXPECT_LT(max_abs_diff(fused_attention(terms, s.v, 2), naive_attention(terms, s.v, 2)), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, Fused,
