@@ -31,9 +31,10 @@ torch::Tensor sdpa_attention(const ScoreTerms& terms, const torch::Tensor& v, in
   const float minus_inf = -std::numeric_limits<float>::infinity();
   torch::Tensor mask;
   bool causal = false;
-  if (has_learned_position_term(terms)) {
-    // Everything but query . key, with the future at -inf: an additive mask that takes a
-    // gradient, [B, H, Q, K] (or [1, H, Q, K] for a bias alone).
+  if (terms.shifted.defined() || terms.bias.defined()) {
+    // Everything but query . key, with the future at -inf, as an additive mask: alibi's fixed
+    // bias [1, H, Q, K], or a learned term, which takes its gradient through the mask
+    // ([B, H, Q, K] for the relative encodings' shifted term).
     torch::Tensor position;
     if (terms.shifted.defined()) position = rel_shift_padded(terms.shifted);
     if (terms.bias.defined()) {
@@ -42,11 +43,6 @@ torch::Tensor sdpa_attention(const ScoreTerms& terms, const torch::Tensor& v, in
     }
     mask =
         position.masked_fill(causal_mask(query_len, mem_len, q.device()), minus_inf).to(q.dtype());
-  } else if (terms.bias.defined()) {
-    // The bias with the future at -inf, in the queries' dtype: [H, Q, K].
-    mask = terms.bias.detach()
-               .masked_fill(causal_mask(query_len, mem_len, q.device()), minus_inf)
-               .to(q.dtype());
   } else if (mem_len > 0) {
     mask = causal_mask(query_len, mem_len, q.device()).logical_not();  // [Q, K] true: visible
   } else {

@@ -23,8 +23,8 @@ inline constexpr bool kHasScaledDotProductAttention = TXL_TORCH_AT_LEAST(2, 1);
 
 // softmax(q k^T * scale + mask) v by at::scaled_dot_product_attention: q [B, H, Q, D],
 // k and v [B, H, K, D]; mask a bool [Q, K] (true: the key takes part), a float one added to
-// the logits ([Q, K] or [H, Q, K]), or undefined with causal = true (K = Q).  -> [B, H, Q, D]
-// Without kHasScaledDotProductAttention it throws: callers check that first.
+// the logits (any shape that broadcasts to [B, H, Q, K]), or undefined with causal = true (K = Q).
+// -> [B, H, Q, D] Without kHasScaledDotProductAttention it throws: callers check that first.
 torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
                                            const torch::Tensor& v, const torch::Tensor& mask,
                                            bool causal, double scale);
