@@ -103,16 +103,29 @@ void for_each_head(const Operands& o, Init init, F f, Done done) {
   });
 }
 
+// One head's operands, selected once for all its row blocks.
+struct Head {
+  torch::Tensor query, key, value;  // [Q | K, D]
+  torch::Tensor shifted_view;       // [Q, K] rel_shift view of [Q, K+1], or undefined
+  torch::Tensor bias;               // [Q, K] or undefined
+};
+
+Head head(const Operands& o, int64_t b, int64_t h) {
+  Head x{o.query[b][h], o.key[b][h], o.value[b][h], {}, {}};
+  if (o.shifted.defined()) x.shifted_view = shifted_view(o.shifted[b][h]);
+  if (o.bias.defined()) x.bias = o.bias[h];
+  return x;
+}
+
 // One head's logits for rows first..first+rows-1 and their visible keys 0..keys-1 into s
 // (a [Q, K] matrix; the rest of those rows is left as it was: the softmax never reads it):
 // query . key + shifted + bias.
-void block_logits(const Operands& o, int64_t b, int64_t h, int64_t first, int64_t rows,
-                  int64_t keys, torch::Tensor& s) {
+void block_logits(const Head& x, int64_t first, int64_t rows, int64_t keys, torch::Tensor& s) {
   auto s_block = s.narrow(0, first, rows).narrow(1, 0, keys);  // rows K floats apart
-  at::mm_out(s_block, o.query[b][h].narrow(0, first, rows), o.key[b][h].narrow(0, 0, keys).t());
-  if (o.shifted.defined())
-    s_block.add_(shifted_view(o.shifted[b][h]).narrow(0, first, rows).narrow(1, 0, keys));
-  if (o.bias.defined()) s_block.add_(o.bias[h].narrow(0, first, rows).narrow(1, 0, keys));
+  at::mm_out(s_block, x.query.narrow(0, first, rows), x.key.narrow(0, 0, keys).t());
+  if (x.shifted_view.defined())
+    s_block.add_(x.shifted_view.narrow(0, first, rows).narrow(1, 0, keys));
+  if (x.bias.defined()) s_block.add_(x.bias.narrow(0, first, rows).narrow(1, 0, keys));
 }
 
 // out [B, Q, H, D] = softmax(logits) . value per head, block by block of rows; the
@@ -131,16 +144,17 @@ void forward_pass(const Operands& o, torch::Tensor& out, const torch::Tensor& pr
         return t;
       },
       [&](Scratch& t, int64_t b, int64_t h) {
+        const Head x = head(o, b, h);
         auto p = probs.defined() ? probs[b][h] : t.p;  // [Q, K], contiguous
         auto o_bh = out[b].select(1, h);               // [Q, D], rows H*D apart
         for_each_row_block(o, [&](int64_t first, int64_t rows, int64_t keys) {
-          block_logits(o, b, h, first, rows, keys, t.s);
+          block_logits(x, first, rows, keys, t.s);
           causal_softmax(t.s.data_ptr<float>() + first * o.key_len,
                          p.data_ptr<float>() + first * o.key_len, rows, o.key_len, o.key_len,
                          o.mem_len + first);
           auto o_block = o_bh.narrow(0, first, rows);
           at::mm_out(o_block, p.narrow(0, first, rows).narrow(1, 0, keys),
-                     o.value[b][h].narrow(0, 0, keys));
+                     x.value.narrow(0, 0, keys));
         });
       },
       [](Scratch&) {});
@@ -150,6 +164,51 @@ void forward_pass(const Operands& o, torch::Tensor& out, const torch::Tensor& pr
 struct Grads {
   torch::Tensor query, key, value, shifted, bias;
 };
+
+// out = a b on the first block, out += a b on the others.
+void set_or_add_product(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                        bool first_block) {
+  if (first_block) {
+    at::mm_out(out, a, b);
+  } else {
+    out.addmm_(a, b);
+  }
+}
+
+// One head's gradients of its query, key and value (each where defined), block by block of
+// rows; leaves ds [Q, K] (zero past each row's visible keys) for the shifted and bias terms.
+// dp and ds: [Q, K] scratch.
+void head_backward(const Operands& o, const Head& x, const torch::Tensor& p,
+                   const torch::Tensor& g_bh, Grads& head_grads, torch::Tensor& dp_all,
+                   torch::Tensor& ds_all) {
+  // Blocks last first: the first covers every key, so it sets dV and dKey, and the others
+  // add to their visible keys.
+  bool first_block = true;
+  for_each_row_block(o, [&](int64_t first, int64_t rows, int64_t keys) {
+    const auto p_block = p.narrow(0, first, rows);  // [rows, K]
+    const auto g_block = g_bh.narrow(0, first, rows);
+    if (head_grads.value.defined()) {
+      auto dv = head_grads.value.narrow(0, 0, keys);
+      set_or_add_product(dv, p_block.narrow(1, 0, keys).t(), g_block, first_block);
+    }
+    auto dp = dp_all.narrow(0, first, rows);  // whole rows: contiguous
+    auto dp_seen = dp.narrow(1, 0, keys);
+    at::mm_out(dp_seen, g_block, x.value.narrow(0, 0, keys).t());
+    if (keys < o.key_len) dp.narrow(1, keys, o.key_len - keys).zero_();  // p = 0 there
+    auto ds = ds_all.narrow(0, first, rows);
+    at::_softmax_backward_data_out(ds, dp, p_block, 1, torch::kFloat32);
+    const auto ds_seen = ds.narrow(1, 0, keys);
+    if (head_grads.query.defined()) {
+      auto dq = head_grads.query.narrow(0, first, rows);
+      at::mm_out(dq, ds_seen, x.key.narrow(0, 0, keys));
+    }
+    if (head_grads.key.defined()) {
+      auto dk = head_grads.key.narrow(0, 0, keys);
+      set_or_add_product(dk, ds_seen.t(), x.query.narrow(0, first, rows), first_block);
+    }
+    first_block = false;
+  });
+}
 
 // Per head, with p the probabilities and g the output's gradient [Q, D]:
 //   dV = p^T g     dp = g V^T     ds = p * (dp - rowsum(dp * p))   (zero where p = 0)
@@ -171,46 +230,11 @@ void backward_pass(const Operands& o, const torch::Tensor& probs, const torch::T
         return t;
       },
       [&](Scratch& t, int64_t b, int64_t h) {
-        const auto p = probs[b][h];  // [Q, K]
-        const auto g_bh = g[b][h];   // [Q, D]
-        // Blocks last first: the first covers every key, so it sets dV and dKey, and the
-        // others add to their visible keys.
-        bool first_block = true;
-        for_each_row_block(o, [&](int64_t first, int64_t rows, int64_t keys) {
-          const auto p_block = p.narrow(0, first, rows);  // [rows, K]
-          const auto p_seen = p_block.narrow(1, 0, keys);
-          const auto g_block = g_bh.narrow(0, first, rows);
-          const auto v_seen = o.value[b][h].narrow(0, 0, keys);
-          if (d.value.defined()) {
-            auto dv = d.value[b][h].narrow(0, 0, keys);
-            if (first_block) {
-              at::mm_out(dv, p_seen.t(), g_block);
-            } else {
-              dv.addmm_(p_seen.t(), g_block);
-            }
-          }
-          auto dp = t.dp.narrow(0, first, rows);  // whole rows: contiguous
-          auto dp_seen = dp.narrow(1, 0, keys);
-          at::mm_out(dp_seen, g_block, v_seen.t());
-          if (keys < o.key_len) dp.narrow(1, keys, o.key_len - keys).zero_();  // p = 0 there
-          auto ds = t.ds.narrow(0, first, rows);
-          at::_softmax_backward_data_out(ds, dp, p_block, 1, torch::kFloat32);
-          const auto ds_seen = ds.narrow(1, 0, keys);
-          if (d.query.defined()) {
-            auto dq = d.query[b][h].narrow(0, first, rows);
-            at::mm_out(dq, ds_seen, o.key[b][h].narrow(0, 0, keys));
-          }
-          if (d.key.defined()) {
-            auto dk = d.key[b][h].narrow(0, 0, keys);
-            const auto q_block = o.query[b][h].narrow(0, first, rows);
-            if (first_block) {
-              at::mm_out(dk, ds_seen.t(), q_block);
-            } else {
-              dk.addmm_(ds_seen.t(), q_block);
-            }
-          }
-          first_block = false;
-        });
+        Grads head_grads;  // this head's slices of d.query, d.key, d.value
+        if (d.query.defined()) head_grads.query = d.query[b][h];
+        if (d.key.defined()) head_grads.key = d.key[b][h];
+        if (d.value.defined()) head_grads.value = d.value[b][h];
+        head_backward(o, head(o, b, h), probs[b][h], g[b][h], head_grads, t.dp, t.ds);
         if (d.shifted.defined()) {
           auto m = d.shifted[b][h];  // [Q, K+1]
           shifted_view(m).copy_(t.ds);
