@@ -171,9 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Encodings, Fused,
                          });
 
 // TXL_FUSED_ATTENTION=0 for the life of one object.
-struct OperatorPath {
-  OperatorPath() { ::setenv("TXL_FUSED_ATTENTION", "0", 1); }
-  ~OperatorPath() { ::unsetenv("TXL_FUSED_ATTENTION"); }
+struct OperatorPath : testing::ScopedEnv {
+  OperatorPath() : ScopedEnv("TXL_FUSED_ATTENTION", "0") {}
 };
 
 class FusedModel : public ::testing::TestWithParam<PosEncoding> {};
