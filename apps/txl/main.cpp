@@ -9,6 +9,7 @@
 #include "txl/platform/crash_report.h"
 #include "txl/platform/runtime.h"
 #include "txl/platform/torch_error.h"
+#include "txl/util/env_variables.h"
 #include "txl/util/error.h"
 
 int main(int argc, char** argv) {
@@ -28,6 +29,12 @@ int main(int argc, char** argv) {
   txl::setup_study(app, exit_code);
   txl::setup_protocols(app, exit_code);
   try {
+    for (const auto& name : txl::check_env_variables()) {
+      fmt::print(stderr,
+                 "warning: {} is set, but txl reads no variable of that name (README: "
+                 "Environment variables)\n",
+                 name);
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);

@@ -410,5 +410,30 @@ TEST(InputChecks, TheLongestSegmentAStreamHoldsAndZeroThreadsAreAccepted) {
   testing::cleanup_scratch();
 }
 
+// A switch set to anything but 0 or 1 stops txl before it does anything (an A/B comparison
+// with TXL_FUSED_ATTENTION=off used to compare the fused pass with itself); a TXL_ name txl
+// does not read is a warning.
+TEST(InputChecks, ASwitchOtherThanZeroOrOneIsRefusedAndAnUnknownNameIsNamed) {
+  const std::string dir = testing::scratch_dir("input_env");
+  const std::string corpus =
+      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
+                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string run = dir + "/run";
+  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  const auto refused =
+      run_txl({"train", "--config", run + ".config.json", "--run-dir", dir + "/again"},
+              {"TXL_FUSED_ATTENTION=off"});
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.err.find("TXL_FUSED_ATTENTION=\"off\": expected 0 or 1"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(dir + "/again"));
+  const auto warned = run_txl({"info", "--no-bench"}, {"TXL_FUSED_ATENTION=0"});
+  EXPECT_EQ(warned.code, 0) << warned.output;
+  EXPECT_NE(warned.err.find("warning: TXL_FUSED_ATENTION is set, but txl reads no variable"),
+            std::string::npos)
+      << warned.err;
+  testing::cleanup_scratch();
+}
+
 }  // namespace
 }  // namespace txl

@@ -7,7 +7,8 @@
 namespace txl {
 
 // Whether the environment variable `name` is set to exactly `value` ("0" switches a fast
-// path off, "1" a fix off; any other value, or none, leaves the default).
+// path off, "1" a fix off; unset leaves the default). Every switch is listed in
+// util/env_variables.h, and txl's start-up refuses any other value of one.
 inline bool env_is(const char* name, const char* value) {
   const char* set = std::getenv(name);
   return set != nullptr && std::strcmp(set, value) == 0;
