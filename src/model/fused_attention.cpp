@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "txl/model/vector_kernels.h"
+#include "txl/platform/onednn.h"
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/env.h"
@@ -28,11 +29,18 @@ torch::Tensor shifted_view(const torch::Tensor& m) {
   return m.as_strided({q, k}, {k, 1}, m.storage_offset() + (q - 1));
 }
 
+// x itself when its rows can be read as a row-major matrix (unit stride along a row, rows
+// at least a row apart), else a contiguous copy: a broadcast gradient has stride 0.
+torch::Tensor readable_rows(const torch::Tensor& x) {
+  if (x.stride(-1) == 1 && x.stride(-2) >= x.size(-1)) return x;
+  return x.contiguous();
+}
+
 // The operands, detached, and what a head's pass needs besides.
 struct Operands {
-  torch::Tensor query, key, value;  // [B, H, Q | K, D]
-  torch::Tensor shifted;            // [B, H, Q, K+1] or undefined
-  torch::Tensor bias;               // [H, Q, K] or undefined
+  torch::Tensor query, key, value;  // [B, H, Q | K, D], rows readable in place
+  torch::Tensor shifted;            // [B, H, Q, K+1], each head's [Q, K+1] contiguous, or undefined
+  torch::Tensor bias;               // [H, Q, K] rows readable in place, or undefined
   int64_t batch, heads, query_len, key_len, d_head, mem_len;
   int64_t row_block;  // queries per block: a block's products stop at its last visible key
 };
@@ -70,9 +78,9 @@ void for_each_row_block(const Operands& o, F f) {
 Operands operands(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
                   const torch::Tensor& shifted, const torch::Tensor& bias, int64_t mem_len) {
   Operands o;
-  o.query = query.detach();
-  o.key = key.detach();
-  o.value = value.detach();
+  o.query = readable_rows(query.detach());
+  o.key = readable_rows(key.detach());
+  o.value = readable_rows(value.detach());
   o.batch = query.size(0);
   o.heads = query.size(1);
   o.query_len = query.size(2);
@@ -85,7 +93,7 @@ Operands operands(const torch::Tensor& query, const torch::Tensor& key, const to
     if (o.shifted.stride(-1) != 1 || o.shifted.stride(-2) != o.key_len + 1)
       o.shifted = o.shifted.contiguous();
   }
-  if (bias.numel() > 0) o.bias = bias.detach();
+  if (bias.numel() > 0) o.bias = readable_rows(bias.detach());
   return o;
 }
 
@@ -103,58 +111,85 @@ void for_each_head(const Operands& o, Init init, F f, Done done) {
   });
 }
 
-// One head's operands, selected once for all its row blocks.
+// A row-major float32 matrix in place: element [i, j] at data[i * ld + j]. The per-block
+// products read and write these directly (row_major_sgemm), where tensor views and
+// LibTorch's dispatch cost about as much as a block's arithmetic.
+struct Rows {
+  float* data = nullptr;  // null: absent
+  int64_t ld = 0;
+  float* row(int64_t i) const { return data + i * ld; }
+};
+
+// Head (b, h) of a [B, H, R, C] tensor whose rows are readable in place; absent if undefined.
+Rows head_rows(const torch::Tensor& t, int64_t b, int64_t h) {
+  if (!t.defined()) return {};
+  return {t.data_ptr<float>() + b * t.stride(0) + h * t.stride(1), t.stride(2)};
+}
+
+// One head's operands, found once for all its row blocks.
 struct Head {
-  torch::Tensor query, key, value;  // [Q | K, D]
-  torch::Tensor shifted_view;       // [Q, K] rel_shift view of [Q, K+1], or undefined
-  torch::Tensor bias;               // [Q, K] or undefined
+  Rows query, key, value;  // [Q | K, D]
+  Rows shifted;            // [Q, K]: the rel_shift view of [Q, K+1] (rows K apart), or absent
+  Rows bias;               // [Q, K], or absent
 };
 
 Head head(const Operands& o, int64_t b, int64_t h) {
-  Head x{o.query[b][h], o.key[b][h], o.value[b][h], {}, {}};
-  if (o.shifted.defined()) x.shifted_view = shifted_view(o.shifted[b][h]);
-  if (o.bias.defined()) x.bias = o.bias[h];
+  Head x{head_rows(o.query, b, h), head_rows(o.key, b, h), head_rows(o.value, b, h), {}, {}};
+  if (o.shifted.defined())
+    x.shifted = {head_rows(o.shifted, b, h).data + (o.query_len - 1), o.key_len};
+  if (o.bias.defined())
+    x.bias = {o.bias.data_ptr<float>() + h * o.bias.stride(0), o.bias.stride(1)};
   return x;
+}
+
+// y[j] += x[j] for j < n.
+void add_row(const float* x, float* y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] += x[j];
 }
 
 // One head's logits for rows first..first+rows-1 and their visible keys 0..keys-1 into s
 // (a [Q, K] matrix; the rest of those rows is left as it was: the softmax never reads it):
 // query . key + shifted + bias.
-void block_logits(const Head& x, int64_t first, int64_t rows, int64_t keys, torch::Tensor& s) {
-  auto s_block = s.narrow(0, first, rows).narrow(1, 0, keys);  // rows K floats apart
-  at::mm_out(s_block, x.query.narrow(0, first, rows), x.key.narrow(0, 0, keys).t());
-  if (x.shifted_view.defined())
-    s_block.add_(x.shifted_view.narrow(0, first, rows).narrow(1, 0, keys));
-  if (x.bias.defined()) s_block.add_(x.bias.narrow(0, first, rows).narrow(1, 0, keys));
+void block_logits(const Operands& o, const Head& x, int64_t first, int64_t rows, int64_t keys,
+                  float* s) {
+  const int64_t k_len = o.key_len;
+  float* s_block = s + first * k_len;
+  row_major_sgemm(false, true, rows, keys, o.d_head, x.query.row(first), x.query.ld, x.key.data,
+                  x.key.ld, 0.0f, s_block, k_len);
+  for (const Rows* term : {&x.shifted, &x.bias}) {
+    if (term->data == nullptr) continue;
+    for (int64_t i = 0; i < rows; ++i) add_row(term->row(first + i), s_block + i * k_len, keys);
+  }
 }
 
 // out [B, Q, H, D] = softmax(logits) . value per head, block by block of rows; the
-// probabilities go to probs [B, H, Q, K] when it is defined (for the backward), else to a
-// scratch matrix per thread. Keys past a block's last visible one get probability 0.
+// probabilities go to probs [B, H, Q, K] (contiguous) when it is defined (for the backward),
+// else to a scratch matrix per thread. Keys past a block's last visible one get probability 0.
 void forward_pass(const Operands& o, torch::Tensor& out, const torch::Tensor& probs) {
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  const int64_t k_len = o.key_len;
   struct Scratch {
     torch::Tensor s, p;  // [Q, K]
   };
   for_each_head(
       o,
       [&] {
-        Scratch t{torch::empty({o.query_len, o.key_len}, f32), {}};
-        if (!probs.defined()) t.p = torch::empty({o.query_len, o.key_len}, f32);
+        Scratch t{torch::empty({o.query_len, k_len}, f32), {}};
+        if (!probs.defined()) t.p = torch::empty({o.query_len, k_len}, f32);
         return t;
       },
       [&](Scratch& t, int64_t b, int64_t h) {
         const Head x = head(o, b, h);
-        auto p = probs.defined() ? probs[b][h] : t.p;  // [Q, K], contiguous
-        auto o_bh = out[b].select(1, h);               // [Q, D], rows H*D apart
+        float* s = t.s.data_ptr<float>();
+        float* p = probs.defined() ? head_rows(probs, b, h).data : t.p.data_ptr<float>();
+        const Rows o_bh{out.data_ptr<float>() + b * out.stride(0) + h * out.stride(2),
+                        out.stride(1)};  // [Q, D], rows H*D apart
         for_each_row_block(o, [&](int64_t first, int64_t rows, int64_t keys) {
-          block_logits(x, first, rows, keys, t.s);
-          causal_softmax(t.s.data_ptr<float>() + first * o.key_len,
-                         p.data_ptr<float>() + first * o.key_len, rows, o.key_len, o.key_len,
+          block_logits(o, x, first, rows, keys, s);
+          causal_softmax(s + first * k_len, p + first * k_len, rows, k_len, k_len,
                          o.mem_len + first);
-          auto o_block = o_bh.narrow(0, first, rows);
-          at::mm_out(o_block, p.narrow(0, first, rows).narrow(1, 0, keys),
-                     x.value.narrow(0, 0, keys));
+          row_major_sgemm(false, false, rows, o.d_head, keys, p + first * k_len, k_len,
+                          x.value.data, x.value.ld, 0.0f, o_bh.row(first), o_bh.ld);
         });
       },
       [](Scratch&) {});
@@ -165,48 +200,37 @@ struct Grads {
   torch::Tensor query, key, value, shifted, bias;
 };
 
-// out = a b on the first block, out += a b on the others.
-void set_or_add_product(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                        bool first_block) {
-  if (first_block) {
-    at::mm_out(out, a, b);
-  } else {
-    out.addmm_(a, b);
-  }
-}
-
-// One head's gradients of its query, key and value (each where defined), block by block of
+// One head's gradients of its query, key and value (each where present), block by block of
 // rows; leaves ds [Q, K] (zero past each row's visible keys) for the shifted and bias terms.
-// dp and ds: [Q, K] scratch.
-void head_backward(const Operands& o, const Head& x, const torch::Tensor& p,
-                   const torch::Tensor& g_bh, Grads& head_grads, torch::Tensor& dp_all,
-                   torch::Tensor& ds_all) {
-  // Blocks last first: the first covers every key, so it sets dV and dKey, and the others
-  // add to their visible keys.
-  bool first_block = true;
+// p: the head's probabilities [Q, K]; g: the output's gradient [Q, D]; dp and ds: [Q, K]
+// scratch.
+void head_backward(const Operands& o, const Head& x, const float* p, const Rows& g,
+                   const Head& grads, float* dp, float* ds) {
+  const int64_t k_len = o.key_len, d = o.d_head;
+  // Blocks last first: the first covers every key, so it sets dV and dKey (beta 0), and the
+  // others add to their visible keys (beta 1).
+  float beta = 0.0f;
   for_each_row_block(o, [&](int64_t first, int64_t rows, int64_t keys) {
-    const auto p_block = p.narrow(0, first, rows);  // [rows, K]
-    const auto g_block = g_bh.narrow(0, first, rows);
-    if (head_grads.value.defined()) {
-      auto dv = head_grads.value.narrow(0, 0, keys);
-      set_or_add_product(dv, p_block.narrow(1, 0, keys).t(), g_block, first_block);
+    const float* p_block = p + first * k_len;  // [rows, K]
+    const float* g_block = g.row(first);       // [rows, D]
+    float* dp_block = dp + first * k_len;
+    float* ds_block = ds + first * k_len;
+    if (grads.value.data != nullptr) {  // dV[:keys] (+)= p^T g
+      row_major_sgemm(true, false, keys, d, rows, p_block, k_len, g_block, g.ld, beta,
+                      grads.value.data, grads.value.ld);
     }
-    auto dp = dp_all.narrow(0, first, rows);  // whole rows: contiguous
-    auto dp_seen = dp.narrow(1, 0, keys);
-    at::mm_out(dp_seen, g_block, x.value.narrow(0, 0, keys).t());
-    if (keys < o.key_len) dp.narrow(1, keys, o.key_len - keys).zero_();  // p = 0 there
-    auto ds = ds_all.narrow(0, first, rows);
-    at::_softmax_backward_data_out(ds, dp, p_block, 1, torch::kFloat32);
-    const auto ds_seen = ds.narrow(1, 0, keys);
-    if (head_grads.query.defined()) {
-      auto dq = head_grads.query.narrow(0, first, rows);
-      at::mm_out(dq, ds_seen, x.key.narrow(0, 0, keys));
+    row_major_sgemm(false, true, rows, keys, d, g_block, g.ld, x.value.data, x.value.ld, 0.0f,
+                    dp_block, k_len);  // dp = g V^T
+    softmax_backward_rows(p_block, dp_block, ds_block, rows, keys, k_len, k_len);
+    if (grads.query.data != nullptr) {  // dQuery = ds Key
+      row_major_sgemm(false, false, rows, d, keys, ds_block, k_len, x.key.data, x.key.ld, 0.0f,
+                      grads.query.row(first), grads.query.ld);
     }
-    if (head_grads.key.defined()) {
-      auto dk = head_grads.key.narrow(0, 0, keys);
-      set_or_add_product(dk, ds_seen.t(), x.query.narrow(0, first, rows), first_block);
+    if (grads.key.data != nullptr) {  // dKey[:keys] (+)= ds^T Query
+      row_major_sgemm(true, false, keys, d, rows, ds_block, k_len, x.query.row(first), x.query.ld,
+                      beta, grads.key.data, grads.key.ld);
     }
-    first_block = false;
+    beta = 1.0f;
   });
 }
 
@@ -230,11 +254,10 @@ void backward_pass(const Operands& o, const torch::Tensor& probs, const torch::T
         return t;
       },
       [&](Scratch& t, int64_t b, int64_t h) {
-        Grads head_grads;  // this head's slices of d.query, d.key, d.value
-        if (d.query.defined()) head_grads.query = d.query[b][h];
-        if (d.key.defined()) head_grads.key = d.key[b][h];
-        if (d.value.defined()) head_grads.value = d.value[b][h];
-        head_backward(o, head(o, b, h), probs[b][h], g[b][h], head_grads, t.dp, t.ds);
+        const Head grads{
+            head_rows(d.query, b, h), head_rows(d.key, b, h), head_rows(d.value, b, h), {}, {}};
+        head_backward(o, head(o, b, h), head_rows(probs, b, h).data, head_rows(g, b, h), grads,
+                      t.dp.data_ptr<float>(), t.ds.data_ptr<float>());
         if (d.shifted.defined()) {
           auto m = d.shifted[b][h];  // [Q, K+1]
           shifted_view(m).copy_(t.ds);
@@ -279,7 +302,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     if (needs(2)) d.value = torch::empty(o.value.sizes(), o.value.options());
     if (needs(3)) d.shifted = torch::empty(o.shifted.sizes(), o.shifted.options());
     if (needs(4)) d.bias = torch::zeros(o.bias.sizes(), o.bias.options());
-    backward_pass(o, saved[5], grads[0].detach(), d);
+    backward_pass(o, saved[5], readable_rows(grads[0].detach()), d);
     return {d.query, d.key, d.value, d.shifted, d.bias, torch::Tensor()};
   }
 };

@@ -321,6 +321,9 @@ torch::Tensor affine_on_onednn(const torch::Tensor& x, const torch::Tensor& weig
   TORCH_CHECK(
       x.is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32,
       "affine_on_onednn takes float32 CPU tensors, got ", x.scalar_type(), " on ", x.device());
+  // Names the layers' forward products in operator profiles, where oneDNN runs them inside
+  // no operator (the backward is its autograd node's).
+  RECORD_FUNCTION("txl::affine", std::vector<c10::IValue>());
   return Affine::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
 }
 

@@ -125,6 +125,26 @@ TXL_INLINE void scaled_softmax_body(const float* z, const float* bias, const flo
   }
 }
 
+// ds = p * (dp - sum_j dp p) over the first `n` entries of each row, 0 over the rest up to
+// cols; the dot product in kLanes independent sums so that it vectorises.
+TXL_INLINE void softmax_backward_body(const float* p, const float* dp, float* ds, int64_t rows,
+                                      int64_t n, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* p_row = p + i * ld;
+    const float* dp_row = dp + i * ld;
+    float* ds_row = ds + i * ld;
+    float acc[kLanes] = {};
+    int64_t j = 0;
+    for (; j + kLanes <= n; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) acc[l] += dp_row[j + l] * p_row[j + l];
+    float dot = 0.0f;
+    for (; j < n; ++j) dot += dp_row[j] * p_row[j];
+    for (int l = 0; l < kLanes; ++l) dot += acc[l];
+    for (j = 0; j < n; ++j) ds_row[j] = p_row[j] * (dp_row[j] - dot);
+    std::fill(ds_row + n, ds_row + cols, 0.0f);
+  }
+}
+
 // Every kernel in one table per instruction set, each entry calling the inlined body, so the
 // body is compiled for that set.
 struct Kernels {
@@ -133,6 +153,7 @@ struct Kernels {
   void (*lse)(const float*, const float*, int64_t, int64_t, int64_t, float*, float*);
   void (*scaled_softmax)(const float*, const float*, const float*, const float*, int64_t, int64_t,
                          int64_t, float*, int64_t);
+  void (*softmax_backward)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
 };
 
 #define TXL_KERNEL_TABLE(NAME, TARGET)                                                           \
@@ -150,7 +171,12 @@ struct Kernels {
                                     float* out, int64_t ld_out) {                                \
     scaled_softmax_body(z, bias, lse, scale, rows, n, ld_z, out, ld_out);                        \
   }                                                                                              \
-  constexpr Kernels NAME = {NAME##_softmax, NAME##_exp, NAME##_lse, NAME##_scaled_softmax};
+  TARGET void NAME##_softmax_backward(const float* p, const float* dp, float* ds, int64_t rows,  \
+                                      int64_t n, int64_t cols, int64_t ld) {                     \
+    softmax_backward_body(p, dp, ds, rows, n, cols, ld);                                         \
+  }                                                                                              \
+  constexpr Kernels NAME = {NAME##_softmax, NAME##_exp, NAME##_lse, NAME##_scaled_softmax,       \
+                            NAME##_softmax_backward};
 
 TXL_KERNEL_TABLE(baseline, )
 #if TXL_HAS_ISA_COPIES
@@ -220,6 +246,11 @@ void scaled_softmax_rows(const float* z, const float* bias, const float* lse, co
                          int64_t rows, int64_t n, int64_t ld_z, float* out, int64_t ld_out,
                          VectorIsa isa) {
   kernels(isa).scaled_softmax(z, bias, lse, scale, rows, n, ld_z, out, ld_out);
+}
+
+void softmax_backward_rows(const float* p, const float* dp, float* ds, int64_t rows, int64_t n,
+                           int64_t cols, int64_t ld, VectorIsa isa) {
+  kernels(isa).softmax_backward(p, dp, ds, rows, n, cols, ld);
 }
 
 }  // namespace txl

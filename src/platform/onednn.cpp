@@ -212,6 +212,16 @@ torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
   return out;
 }
 
+bool onednn_sgemm(bool a_t, bool b_t, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!onednn_matmul_enabled()) return false;
+  const auto status =
+      dnnl_sgemm(a_t ? 'T' : 'N', b_t ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed (status ", static_cast<int>(status),
+              ") for m ", m, ", n ", n, ", k ", k);
+  return true;
+}
+
 #else  // no oneDNN headers at build time
 
 bool onednn_matmul_enabled() { return false; }
@@ -227,6 +237,29 @@ torch::Tensor onednn_matmul(const torch::Tensor&, const torch::Tensor&, const to
   return {};
 }
 
+bool onednn_sgemm(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
+                  int64_t, float, float*, int64_t) {
+  return false;
+}
+
 #endif
+
+void torch_sgemm(bool a_t, bool b_t, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  TORCH_CHECK(beta == 0.0f || beta == 1.0f, "torch_sgemm takes beta 0 or 1, got ", beta);
+  // x as stored ([rows, cols], rows ld apart), transposed when t.
+  const auto view = [](const float* x, int64_t rows, int64_t cols, int64_t ld, bool t) {
+    auto v = torch::from_blob(const_cast<float*>(x), {rows, cols}, {ld, 1}, torch::kFloat32);
+    return t ? v.t() : v;
+  };
+  const auto a_view = a_t ? view(a, k, m, lda, true) : view(a, m, k, lda, false);  // [m, k]
+  const auto b_view = b_t ? view(b, n, k, ldb, true) : view(b, k, n, ldb, false);  // [k, n]
+  auto c_view = view(c, m, n, ldc, false);                                         // [m, n]
+  if (beta == 0.0f) {
+    at::mm_out(c_view, a_view, b_view);
+  } else {
+    c_view.addmm_(a_view, b_view);
+  }
+}
 
 }  // namespace txl

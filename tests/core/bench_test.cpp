@@ -154,7 +154,8 @@ TEST(Bench, EvalProtocolsAndStepStatisticsFollowFromTheTimings) {
 }
 
 // --profile: the operator tables of the timed training steps and of one evaluation by the
-// memory protocol, in the report and the JSON; the model's products are among the rows.
+// memory protocol, in the report and the JSON; the model's products are among the rows
+// (LibTorch's, or the layers' on oneDNN, txl::affine).
 TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
   const auto bench =
       run_bench_json("profile", {"--steps", "2", "--warmup", "1", "--vocab", "50", "--threads", "1",
@@ -169,7 +170,8 @@ TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
       EXPECT_GE(op.at("calls").get<int64_t>(), 1) << op.dump();
       EXPECT_GE(op.at("self_ms").get<double>(), 0.0) << op.dump();
       const auto name = op.at("name").get<std::string>();
-      has_product = has_product || name == "aten::mm" || name == "aten::addmm";
+      has_product =
+          has_product || name == "aten::mm" || name == "aten::addmm" || name == "txl::affine";
     }
     EXPECT_TRUE(has_product) << key << ": " << p.dump();
   }

@@ -183,5 +183,41 @@ TEST(OneDnnMatmul, TakesTheSameLayoutsWithItsInstructionSetCappedAtAvx2) {
   EXPECT_NE(output.find("PASSED"), std::string::npos) << output;
 }
 
+// c = op(a) op(b) + beta c on row-major memory with rows further apart than they are long,
+// every transpose combination, beta 0 and 1, against the float64 oracle. `sgemm` is
+// onednn_sgemm or torch_sgemm (the fallback where oneDNN is not enabled).
+template <typename Sgemm>
+void expect_row_major_products(Sgemm sgemm) {
+  const int64_t m = 5, n = 7, k = 3, pad = 2;
+  for (const bool a_t : {false, true}) {
+    for (const bool b_t : {false, true}) {
+      for (const float beta : {0.0f, 1.0f}) {
+        SCOPED_TRACE(::testing::Message() << "a_t " << a_t << ", b_t " << b_t << ", beta " << beta);
+        // Stored as [rows, cols + pad]; the product reads [rows, cols] of it.
+        const auto stored = [](int64_t rows, int64_t cols) -> torch::Tensor {
+          return torch::randn({rows, cols + pad}).narrow(1, 0, cols);
+        };
+        const torch::Tensor a = a_t ? stored(k, m) : stored(m, k);
+        const torch::Tensor b = b_t ? stored(n, k) : stored(k, n);
+        torch::Tensor c = stored(m, n);
+        const auto expected = oracle(a_t ? a.t() : a, b_t ? b.t() : b) +
+                              static_cast<double>(beta) * c.to(torch::kFloat64);
+        sgemm(a_t, b_t, m, n, k, a.data_ptr<float>(), a.stride(0), b.data_ptr<float>(), b.stride(0),
+              beta, c.data_ptr<float>(), c.stride(0));
+        EXPECT_LT(max_abs_diff(c.to(torch::kFloat64), expected), 1e-5);
+      }
+    }
+  }
+}
+
+TEST(RowMajorSgemm, TorchsProductOnTheMemoryMatchesTheOracle) {
+  expect_row_major_products(torch_sgemm);
+}
+
+TEST(RowMajorSgemm, OneDnnsSgemmMatchesTheOracle) {
+  SKIP_WITHOUT_ONEDNN();
+  expect_row_major_products([](auto... args) { ASSERT_TRUE(onednn_sgemm(args...)); });
+}
+
 }  // namespace
 }  // namespace txl

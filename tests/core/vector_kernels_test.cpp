@@ -128,6 +128,31 @@ TEST(LossRows, LogSumExpAndScaledSoftmaxEqualLibTorchEveryCopy) {
   }
 }
 
+// ds = p (dp - rowsum(dp p)) over the visible entries, against LibTorch's softmax backward of
+// the masked rows; the rest of each row (up to cols) is 0 whatever was there, and the lengths
+// straddle the 16-lane blocks of the dot product.
+TEST(SoftmaxBackwardRows, EqualsLibTorchsSoftmaxBackwardEveryCopy) {
+  const int64_t rows = 3, cols = 40, ld = 45;
+  for (const auto isa : runnable_copies()) {
+    for (const int64_t n : {1, 15, 16, 17, 33, 40}) {
+      const auto p = torch::softmax(torch::randn({rows, n}) * 3.0, 1);
+      const auto dp = torch::randn({rows, n});
+      const auto expected = at::_softmax_backward_data(dp, p, 1, torch::kFloat32);
+      auto p_wide = torch::zeros({rows, ld}), dp_wide = torch::randn({rows, ld});
+      p_wide.narrow(1, 0, n).copy_(p);
+      dp_wide.narrow(1, 0, n).copy_(dp);
+      auto ds = torch::full({rows, ld}, 7.0f);
+      softmax_backward_rows(p_wide.data_ptr<float>(), dp_wide.data_ptr<float>(),
+                            ds.data_ptr<float>(), rows, n, cols, ld, isa);
+      EXPECT_LT(testing::max_abs_diff(ds.narrow(1, 0, n), expected), 1e-6)
+          << to_string(isa) << " n " << n;
+      if (n < cols)
+        EXPECT_EQ(ds.narrow(1, n, cols - n).abs().max().item<float>(), 0.0f) << to_string(isa);
+      EXPECT_EQ(ds.narrow(1, cols, ld - cols).min().item<float>(), 7.0f) << "past cols: untouched";
+    }
+  }
+}
+
 TEST(VectorIsa, WidestCopyTheFlagsAllow) {
   const auto pick = [](const char* flags) { return vector_isa_for(parse_cpu_flags(flags)); };
   // Intel with AVX-512 and AMX; AMD Zen 5; AVX2-only AMD; AVX without AVX2; half an AVX-512.

@@ -54,4 +54,10 @@ void scaled_softmax_rows(const float* z, const float* bias, const float* lse, co
                          int64_t rows, int64_t n, int64_t ld_z, float* out, int64_t ld_out,
                          VectorIsa isa = vector_isa());
 
+// The softmax's backward for rows whose first n entries are the visible ones (the fused
+// attention's row blocks): ds[i, j] = p[i, j] (dp[i, j] - sum_j' dp[i, j'] p[i, j']) for
+// j < n, and 0 for n <= j < cols (p is 0 there). Rows `ld` floats apart.
+void softmax_backward_rows(const float* p, const float* dp, float* ds, int64_t rows, int64_t n,
+                           int64_t cols, int64_t ld, VectorIsa isa = vector_isa());
+
 }  // namespace txl

@@ -37,4 +37,24 @@ std::string onednn_matmul_status();
 torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b,
                             const torch::Tensor& bias = {});
 
+// One float32 product on row-major memory through oneDNN's sgemm, with no tensor in between:
+//   c[m, n] = op(a) op(b) + beta c,   op(x) = x or x^T (a_t, b_t); rows lda, ldb, ldc apart.
+// For the fused attention's small per-block products, where LibTorch's views and dispatch
+// cost about as much as the arithmetic. Returns false, having done nothing, where oneDNN is
+// not enabled. Single-threaded inside a parallel region.
+bool onednn_sgemm(bool a_t, bool b_t, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// The same product through LibTorch's mm on views of the same memory; beta is 0 or 1.
+void torch_sgemm(bool a_t, bool b_t, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// oneDNN's sgemm where enabled, else torch_sgemm.
+inline void row_major_sgemm(bool a_t, bool b_t, int64_t m, int64_t n, int64_t k, const float* a,
+                            int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                            int64_t ldc) {
+  if (!onednn_sgemm(a_t, b_t, m, n, k, a, lda, b, ldb, beta, c, ldc))
+    torch_sgemm(a_t, b_t, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
 }  // namespace txl
