@@ -120,10 +120,14 @@ struct Rows {
   float* row(int64_t i) const { return data + i * ld; }
 };
 
+// At least a row apart: a single row's stride can be anything (LibTorch calls a tensor with
+// one row contiguous whatever that stride is), and the products refuse ld < C.
+int64_t row_distance(const torch::Tensor& t) { return std::max(t.stride(-2), t.size(-1)); }
+
 // Head (b, h) of a [B, H, R, C] tensor whose rows are readable in place; absent if undefined.
 Rows head_rows(const torch::Tensor& t, int64_t b, int64_t h) {
   if (!t.defined()) return {};
-  return {t.data_ptr<float>() + b * t.stride(0) + h * t.stride(1), t.stride(2)};
+  return {t.data_ptr<float>() + b * t.stride(0) + h * t.stride(1), row_distance(t)};
 }
 
 // One head's operands, found once for all its row blocks.
@@ -138,7 +142,7 @@ Head head(const Operands& o, int64_t b, int64_t h) {
   if (o.shifted.defined())
     x.shifted = {head_rows(o.shifted, b, h).data + (o.query_len - 1), o.key_len};
   if (o.bias.defined())
-    x.bias = {o.bias.data_ptr<float>() + h * o.bias.stride(0), o.bias.stride(1)};
+    x.bias = {o.bias.data_ptr<float>() + h * o.bias.stride(0), row_distance(o.bias)};
   return x;
 }
 

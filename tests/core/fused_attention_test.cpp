@@ -236,6 +236,31 @@ TEST_P(FusedModel, EvaluationInQueryBlocksEqualsTheOperatorPath) {
 INSTANTIATE_TEST_SUITE_P(Encodings, FusedModel, ::testing::ValuesIn(testing::all_encodings()),
                          testing::EncodingName());
 
+// Operands as LibTorch may hand them over: a single query row whose row stride is 1 (LibTorch
+// calls it contiguous all the same), keys and values read through a transposed layout, and a
+// broadcast output gradient (stride 0). The per-block products take rows in place, so each
+// of these must be read right or copied first.
+TEST(FusedAttention, OddStridesAreReadRight) {
+  auto s = make_setup(PosEncoding::kRelative, 1, 3);
+  const auto q_len = s.q.size(2);
+  ScoreTerms terms = s.score->terms(s.q, s.k, s.pos);
+  terms.query = terms.query.detach().contiguous().as_strided(
+      terms.query.sizes(), {terms.query.size(1) * terms.query.size(3), terms.query.size(3), 1, 1});
+  ASSERT_EQ(terms.query.stride(2), 1);
+  ASSERT_EQ(q_len, 1);
+  terms.key = terms.key.detach().transpose(2, 3).contiguous().transpose(2, 3);  // columns apart
+  const auto v = s.v.detach().clone().requires_grad_();
+  const auto expected = naive_attention(terms, v, 3);
+  const auto out = fused_attention(terms, v, 3);
+  EXPECT_LT(max_abs_diff(out, expected), 1e-5);
+  // A broadcast gradient: d(out.sum()) / dv = the probabilities' column sums times ones.
+  const auto grad = torch::autograd::grad({out.sum()}, {v})[0];
+  const auto ones = torch::ones({1, 1, 1, 1}).expand_as(out);
+  const auto operator_grad =
+      torch::autograd::grad({(operator_attention(terms, v, 3) * ones).sum()}, {v})[0];
+  EXPECT_LT(max_abs_diff(grad, operator_grad), 1e-5);
+}
+
 TEST(FusedAttention, OnlyFloat32OnTheCpuOutsideAutocast) {
   EXPECT_TRUE(fused_attention_applies(torch::zeros({2}, torch::kFloat32)));
   EXPECT_FALSE(fused_attention_applies(torch::zeros({2}, torch::kBFloat16)));
