@@ -284,6 +284,11 @@ inline std::string write_corpus(const std::string& dir, const std::string& train
   return dir;
 }
 
+// The tests' usual corpus: 300 lines of tiny_english to train on, 40 each to validate and test.
+inline std::string write_tiny_english_corpus(const std::string& dir) {
+  return write_corpus(dir, tiny_english(300), tiny_english(40, 1), tiny_english(40, 2));
+}
+
 // Trains a tiny run with the real CLI; fails the test (and returns false) when it fails.
 inline bool train_tiny_run(const std::string& corpus, const std::string& run_dir,
                            const std::string& encoding, const std::string& tokenizer = "char",

@@ -37,8 +37,7 @@ struct TwoRuns {
 TwoRuns train_two_runs(const std::string& name) {
   TwoRuns t;
   t.dir = testing::scratch_dir(name);
-  t.corpus = testing::write_corpus(t.dir + "/corpus", testing::tiny_english(300),
-                                   testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  t.corpus = testing::write_tiny_english_corpus(t.dir + "/corpus");
   t.rel = t.dir + "/rel";
   t.abs = t.dir + "/abs";
   testing::train_tiny_run(t.corpus, t.rel, "relative");

@@ -45,9 +45,7 @@ struct Row {
 
 TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
   const std::string dir = testing::scratch_dir("input_checks");
-  const std::string corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const std::string run = dir + "/run";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   const std::string config = run + ".config.json";  // what train_tiny_run trained with
@@ -181,9 +179,7 @@ std::map<std::string, std::string> expect_refusals(const std::vector<Row>& rows,
 // run out of memory; aids and run directories named for what they are.
 TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
   const std::string dir = testing::scratch_dir("input_checks_flags");
-  const std::string corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const std::string run = dir + "/run", absolute = dir + "/absolute";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   ASSERT_TRUE(testing::train_tiny_run(corpus, absolute, "absolute"));
@@ -244,9 +240,7 @@ TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
 // the resume hint that must not advise --force while best.pt is intact.
 TEST(InputChecks, ConfigAndRunFileErrorsNameTheirCause) {
   const std::string dir = testing::scratch_dir("input_checks_causes");
-  const std::string corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const std::string run = dir + "/run";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   const std::string config = run + ".config.json", json = dir + "/out.json";
@@ -321,9 +315,7 @@ TEST(InputChecks, ConfigAndRunFileErrorsNameTheirCause) {
 // an evaluation too big for memory) leaves the token cache as it was.
 TEST(InputChecks, ARefusalLeavesTheTokenCacheAsItWas) {
   const std::string dir = testing::scratch_dir("input_checks_cache");
-  const std::string corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const std::string run = dir + "/run";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   const std::string config = run + ".config.json";
@@ -361,9 +353,7 @@ TEST(InputChecks, ARefusalLeavesTheTokenCacheAsItWas) {
 // Now it is refused at once naming it (the test fails after 60 s instead of hanging).
 TEST(InputChecks, AFifoCorpusSplitIsRefusedAtOnce) {
   const std::string dir = testing::scratch_dir("input_checks_fifo");
-  const std::string corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const std::string run = dir + "/run";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   for (const char* split : {"train.txt", "valid.txt"}) {
@@ -415,9 +405,7 @@ TEST(InputChecks, TheLongestSegmentAStreamHoldsAndZeroThreadsAreAccepted) {
 // does not read is a warning.
 TEST(InputChecks, ASwitchOtherThanZeroOrOneIsRefusedAndAnUnknownNameIsNamed) {
   const std::string dir = testing::scratch_dir("input_env");
-  const std::string corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const std::string run = dir + "/run";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
   const auto refused =

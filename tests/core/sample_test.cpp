@@ -149,9 +149,7 @@ TEST(SampleCli, ReproducibleForASeedWithChinesePromptsOnCharRuns) {
 
 TEST(SampleCli, WordRunsMapUnknownPromptWordsToUnkAndSaySo) {
   const auto dir = testing::scratch_dir("sample_word");
-  const auto corpus =
-      testing::write_corpus(dir + "/corpus", testing::tiny_english(300),
-                            testing::tiny_english(40, 1), testing::tiny_english(40, 2));
+  const auto corpus = testing::write_tiny_english_corpus(dir + "/corpus");
   const auto run = dir + "/word";
   ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative", "word"));
   const auto r =
