@@ -36,6 +36,9 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
                   "memory: memory length, >= 0 (0 = none; default: the evaluated length)");
   cmd->add_option("--streams", o.streams,
                   "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)");
+  cmd->add_flag("--same-length", o.same_length,
+                "memory: every query attends over the same mem_len most recent keys, as the "
+                "Transformer-XL paper evaluates (same_length)");
   cmd->add_option("--clamp-len", o.clamp_len,
                   "relative: cap distances, >= 0 (0 = no cap; default: " + help.clamp_from +
                       " model.clamp_len)");
@@ -69,7 +72,8 @@ namespace {
 void check_protocol_flags(const EvalCliOptions& o, EvalMethod method) {
   const std::pair<const char*, bool> given[] = {{"--stride", o.stride.has_value()},
                                                 {"--mem-len", o.mem_len.has_value()},
-                                                {"--streams", o.streams.has_value()}};
+                                                {"--streams", o.streams.has_value()},
+                                                {"--same-length", o.same_length}};
   for (const auto& p : eval_protocols()) {
     if (p.id == method) continue;
     for (const auto& option : p.options) {
@@ -123,6 +127,7 @@ EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   c.settings.mem_len = o.mem_len.value_or(-1);
   c.settings.clamp_len = o.clamp_len.value_or(-1);
   c.settings.streams = o.streams.value_or(EvalSettings{}.streams);
+  c.settings.same_length = o.same_length;
   c.settings.max_tokens = o.max_tokens;
   parse_checkpoint_choice(o.checkpoint, "--checkpoint");
   if (!o.split.empty()) parse_eval_split(o.split, "--split");

@@ -1,6 +1,7 @@
 // txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N [--oversubscribe]]
 //           [--device D]
 // txl train --resume D [--set key=value ...] [--config F] [--nproc N] [--device D]
+// txl train --config F --dry-run [--vocab-size V] [--set key=value ...]
 //
 // Data-parallel: --nproc N launches N ranks of this command on this machine (train/launch.h)
 // after every check a launch can make (check_launch); a process started with RANK /
@@ -21,9 +22,12 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
 #include "txl/cli/signals.h"
+#include "txl/data/corpus.h"
 #include "txl/platform/device.h"
+#include "txl/platform/resources.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/distributed.h"
+#include "txl/train/dry_run.h"
 #include "txl/train/launch.h"
 #include "txl/train/resume.h"
 #include "txl/train/run_training.h"
@@ -84,6 +88,38 @@ struct LaunchOptions {
   bool oversubscribe = false;
 };
 
+// The largest vocabulary --vocab-size takes: far above any word list (WikiText-103 has
+// 267,735 words), so a larger number is a typo.
+constexpr int64_t kMaxDryRunVocab = 100'000'000;
+
+struct DryRunOptions {
+  bool enabled = false;
+  std::optional<int64_t> vocab_size;  // unset: build the vocabulary from data.dir
+};
+
+// --dry-run: the config checked and sized, nothing made, written or trained. The vocabulary
+// size comes from --vocab-size, or from the corpus (tokenized, the token cache left as it was).
+int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
+  if (request.config_path.empty())
+    throw InputError("txl train --dry-run needs --config FILE (the configuration to size)");
+  const Config config = config_with_overrides(read_json_file(request.config_path),
+                                              request.overrides, request.config_path);
+  int64_t vocab = 0;
+  if (dry.vocab_size) {
+    if (*dry.vocab_size < 2 || *dry.vocab_size > kMaxDryRunVocab) {
+      throw InputError("--vocab-size " + std::to_string(*dry.vocab_size) +
+                       " is not valid; expected 2 to " + std::to_string(kMaxDryRunVocab) +
+                       " tokens");
+    }
+    vocab = *dry.vocab_size;
+  } else {
+    check_corpus_dir(config.data);
+    vocab = static_cast<int64_t>(load_corpus(config.data).vocab.size());
+  }
+  fmt::print("{}", format_dry_run(dry_run(config, vocab, available_memory_bytes()), config));
+  return 0;
+}
+
 int run_train(TrainRequest request, const LaunchOptions& launch) {
   if (launch.nproc) check_nproc(*launch.nproc);
   if (launch.nproc.value_or(1) > 1) {
@@ -143,6 +179,7 @@ void setup_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainRequest>();
   auto launch = std::make_shared<LaunchOptions>();
   auto device = std::make_shared<std::string>();
+  auto dry = std::make_shared<DryRunOptions>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config into a run directory");
   cmd->add_option("--config,-c", o->config_path, "JSON config (sections data, model, train, eval)");
   auto* run_dir = cmd->add_option("--run-dir", o->run_dir,
@@ -160,15 +197,24 @@ void setup_train(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", *device,
                   "cpu, cuda, cuda:N or auto (cuda:0 if there is one); the same as --set "
                   "train.device=D");
+  auto* dry_run_flag = cmd->add_flag(
+      "--dry-run", dry->enabled,
+      "Check and size the config only: parameters, FLOPs per token, the memory estimate by "
+      "part and whether it fits here; no run directory, no training");
+  cmd->add_option("--vocab-size", dry->vocab_size,
+                  "With --dry-run: size the model for this vocabulary instead of reading data.dir")
+      ->needs(dry_run_flag);
   resume->excludes(run_dir);
   resume->excludes(force);
-  cmd->callback([o, launch, device, cmd, &exit_code] {
+  dry_run_flag->excludes(resume);
+  dry_run_flag->excludes(nproc);
+  cmd->callback([o, launch, device, dry, cmd, &exit_code] {
     refuse_empty_values(*cmd);
     if (!device->empty()) {
       resolve_device(*device, "--device");  // named as the user typed it
       o->overrides.push_back("train.device=" + *device);
     }
-    exit_code = run_train(*o, *launch);
+    exit_code = dry->enabled ? run_dry_run(*o, *dry) : run_train(*o, *launch);
   });
 }
 

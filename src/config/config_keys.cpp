@@ -95,6 +95,9 @@ const Fields<TrainConfig>& train_fields() {
   static const Fields<S> fields = {
       {"tgt_len", &S::tgt_len, "tokens per segment"},
       {"mem_len", &S::mem_len, "memory length (must be 0 for absolute)"},
+      {"same_length", &S::same_length,
+       "every query attends over the same mem_len most recent keys (Transformer-XL's "
+       "same_length; training and validation)"},
       {"tgt_len_max", &S::tgt_len_max,
        "> 0: each step draws its segment length from [tgt_len, tgt_len_max] (0 = fixed)"},
       {"batch_size", &S::batch_size, "number of contiguous streams"},

@@ -73,6 +73,14 @@ void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
   if (traits.check != nullptr) {
     if (const std::string why = traits.check(model, train); !why.empty()) throw InputError(why);
   }
+  if (train.same_length && (!traits.takes_memory || train.mem_len < 1)) {
+    throw InputError(
+        "train.same_length makes every query attend over the last train.mem_len keys, so it "
+        "needs an encoding that takes memory (" +
+        join(encoding_names_where(&EncodingTraits::takes_memory)) +
+        ") and train.mem_len >= 1; model.pos_encoding is " + traits.name + ", train.mem_len " +
+        std::to_string(train.mem_len) + "; set train.same_length to false");
+  }
   if (!traits.takes_memory && train.mem_len != 0) {
     throw InputError("model.pos_encoding " + json(traits.name).dump() +
                      " requires train.mem_len = 0, got " + std::to_string(train.mem_len) + ": " +

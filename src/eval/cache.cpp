@@ -69,6 +69,7 @@ std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k)
   if (k.at("stride").get<int64_t>() > 0) name += fmt::format("-S{}", k.at("stride").get<int64_t>());
   if (k.at("streams").get<int64_t>() > 0) {  // a protocol with memory streams
     name += fmt::format("-M{}-B{}", k.at("mem_len").get<int64_t>(), k.at("streams").get<int64_t>());
+    if (k.value("same_length", false)) name += "-SL";
   }
   name += fmt::format("-C{}-T{}-{}-P{}-{}-step{}.json", k.at("clamp_len").get<int64_t>(),
                       k.at("max_tokens").get<int64_t>(), k.at("precision").get<std::string>(),
@@ -88,6 +89,7 @@ nlohmann::json result_to_json(const EvalResult& r) {
           {"stride", r.stride},
           {"mem_len", r.mem_len},
           {"streams", r.streams},
+          {"same_length", r.same_length},
           {"aid", to_string(r.aid)},
           {"aid_factor", r.aid_factor},
           {"tokens", r.tokens},
@@ -106,6 +108,7 @@ EvalResult result_from_json(const nlohmann::json& j) {
   r.stride = j.at("stride").get<int64_t>();
   r.mem_len = j.at("mem_len").get<int64_t>();
   r.streams = j.at("streams").get<int64_t>();
+  r.same_length = j.value("same_length", false);
   r.aid = parse_extrapolation_aid(j.at("aid").get<std::string>(), "aid");
   r.aid_factor = j.at("aid_factor").get<double>();
   r.tokens = j.at("tokens").get<int64_t>();

@@ -111,6 +111,7 @@ torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
   opts.progress = progress.layer_hook(inputs.numel());
   opts.targets = targets;
   opts.clamp_len = request.clamp_len;
+  opts.key_window = request.same_length ? request.mem_len : 0;
   opts.aid = request.aid;
   opts.aid_factor = request.aid_factor;
   opts.aid_length = request.length;

@@ -13,6 +13,7 @@ EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t bat
   r.mem_len = s.mem_len >= 0 ? s.mem_len : length;
   r.clamp_len = s.clamp_len;
   r.streams = s.streams;
+  r.same_length = s.same_length;
   r.batch_tokens = batch_tokens;
   r.max_tokens = s.max_tokens;
   r.precision = s.precision;

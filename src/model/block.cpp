@@ -43,13 +43,16 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   const auto terms = score->terms(q, k, pos);
   // The fast paths have no attention dropout and show no probabilities to an observer.
   const bool dropping = dropatt_ > 0 && is_training();
-  if (!dropping && pos.observer == nullptr) {
+  // A same_length window that hides keys takes the masked path (the fast paths know only
+  // the causal mask).
+  const bool windowed = window_cuts(query_len, pos.mem_len, pos.key_window);
+  if (!dropping && pos.observer == nullptr && !windowed) {
     if (fused_attention_applies(v)) return fused_attention(terms, v, pos.mem_len);  // [B, H, Q, D]
     if (sdpa_attention_applies(terms, v)) return sdpa_attention(terms, v, pos.mem_len);
   }
   auto scores = materialize(terms);  // [B, H, Q, K]
   // In place: the scores are a fresh tensor, and masked_fill_'s backward needs only the mask.
-  scores.masked_fill_(causal_mask(query_len, pos.mem_len, q.device()),
+  scores.masked_fill_(attention_mask(query_len, pos.mem_len, pos.key_window, q.device()),
                       -std::numeric_limits<float>::infinity());
   // In the scores' dtype: LibTorch's CPU softmax (and its backward) on bf16 computes in
   // float32 and rounds only the result, so a float32 copy of the scores, its cast back and

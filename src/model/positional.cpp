@@ -53,4 +53,18 @@ torch::Tensor causal_mask(int64_t query_len, int64_t mem_len, const torch::Devic
   return torch::ones({query_len, query_len + mem_len}, opts).triu(1 + mem_len);  // [Q, K]
 }
 
+bool window_cuts(int64_t query_len, int64_t mem_len, int64_t key_window) {
+  return key_window > 0 && query_len + mem_len > key_window;
+}
+
+torch::Tensor attention_mask(int64_t query_len, int64_t mem_len, int64_t key_window,
+                             const torch::Device& device) {
+  auto mask = causal_mask(query_len, mem_len, device);  // [Q, K]
+  if (!window_cuts(query_len, mem_len, key_window)) return mask;
+  // Key j is older than the window of query i when j <= M + i - key_window.
+  auto opts = torch::TensorOptions().dtype(torch::kBool).device(device);
+  auto old = torch::ones({query_len, query_len + mem_len}, opts).tril(mem_len - key_window);
+  return mask.logical_or_(old);  // [Q, K]
+}
+
 }  // namespace txl

@@ -122,6 +122,7 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   pos.aid = options.aid;
+  pos.key_window = options.key_window;
   pos.query_block = options.query_block;
   pos.observer = options.observer;
   // A learned table stretches over the positions training reached (its rows past them

@@ -19,6 +19,7 @@ json study_eval_json(const StudyEval& e) {
   // Only with probes, so a study written before probes existed keeps its manifest; adding
   // probes later evaluates every cell again (perplexity from the runs' caches).
   if (!e.probes.names.empty()) j["probes"] = to_json(e.probes);
+  if (e.same_length) j["same_length"] = true;  // likewise: older manifests stay valid
   return j;
 }
 

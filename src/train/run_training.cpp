@@ -10,6 +10,7 @@
 #include "txl/platform/runtime.h"
 #include "txl/run/checkpoint.h"
 #include "txl/train/batcher.h"
+#include "txl/train/dead_run.h"
 #include "txl/train/distributed.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/train/resume.h"
@@ -194,6 +195,10 @@ PreparedTraining prepare_training(const TrainRequest& o) {
     if (is_directory(options.run_dir)) p.lock = std::make_unique<RunLock>(options.run_dir);
     // Every check that can fail on the input comes before the run directory is made or
     // cleared: a refused run leaves the disk as it was.
+    if (const std::string dead =
+            o.force ? "" : dead_run_diagnosis(options.run_dir, available_memory_bytes());
+        !dead.empty())
+      throw InputError("--run-dir " + options.run_dir + " " + dead);
     check_run_dir(options.run_dir, o.force);
     p.corpus = load_training_data(config, &cache_writes);
     if (o.check_only) return p;

@@ -15,6 +15,7 @@ EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& vali
   r.length = c.train.tgt_len;
   r.mem_len = c.train.mem_len;
   r.streams = c.train.batch_size;
+  r.same_length = r.method == EvalMethod::kMemory && c.train.same_length;
   r.batch_tokens = std::max<int64_t>(c.eval.batch_tokens, c.train.tgt_len);
   r.max_tokens = c.train.eval_max_tokens;
   r.precision = c.train.precision;

@@ -85,6 +85,9 @@ std::vector<BadInput> bad_inputs() {
           "model.d_model (20) must equal model.n_head * model.d_head (2 * 8 = 16)"),
       cfg("absolute_with_memory", {{"model", {{"pos_encoding", "absolute"}}}},
           "requires train.mem_len = 0"),
+      cfg("same_length_without_memory", {{"train", {{"same_length", true}, {"mem_len", 0}}}},
+          "train.same_length makes every query attend over the last train.mem_len keys"),
+      arg("same_length_not_a_bool", "train.same_length=1", "train.same_length must be true or false"),
       // The file itself.
       file("invalid_json", "{\"model\": {\"n_layer\": 2,}}", "invalid JSON at byte"),
       file("no_data_dir", "{\"model\": {}}", "data.dir is required"),

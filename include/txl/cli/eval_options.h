@@ -34,6 +34,7 @@ struct EvalCliOptions {
   std::string aid = "none";          // extrapolation aid (config/encodings.h)
   std::optional<double> aid_factor;  // unset or 0: derived from the length and training length
   std::optional<int64_t> streams;    // unset: 16
+  bool same_length = false;          // memory: --same-length
   int64_t max_tokens = 0;
   int64_t threads = 0;
   bool per_position = false;

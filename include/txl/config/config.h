@@ -89,11 +89,12 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  int64_t tgt_len = 128;    // tokens per segment
-  int64_t tgt_len_max = 0;  // > 0: each step's segment length is drawn from
-                            // [tgt_len, tgt_len_max] (0: always tgt_len)
-  int64_t mem_len = 128;    // memory length (must be 0 for absolute)
-  int64_t batch_size = 16;  // number of contiguous streams
+  int64_t tgt_len = 128;     // tokens per segment
+  int64_t tgt_len_max = 0;   // > 0: each step's segment length is drawn from
+                             // [tgt_len, tgt_len_max] (0: always tgt_len)
+  int64_t mem_len = 128;     // memory length (must be 0 for absolute)
+  bool same_length = false;  // every query attends over the same mem_len most recent keys
+  int64_t batch_size = 16;   // number of contiguous streams
   int64_t max_steps = 2000;
   double lr = 5e-4;            // peak learning rate
   int64_t warmup_steps = 100;  // linear warm-up, then cosine decay

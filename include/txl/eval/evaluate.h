@@ -57,6 +57,7 @@ struct EvalRequest {
   int64_t mem_len = 0;          // memory: positions of memory carried
   int64_t clamp_len = -1;       // relative distance cap (-1: the model's)
   int64_t streams = 1;          // memory: parallel contiguous streams
+  bool same_length = false;     // memory: every query sees the same mem_len keys (positional.h)
   int64_t batch_tokens = 8192;  // nonoverlap/sliding: windows per pass ~ batch_tokens / L
   int64_t max_tokens = 0;       // score at most this many tokens from the start (0 = all)
   Precision precision = Precision::kFp32;
@@ -84,9 +85,10 @@ int64_t effective_stride(const EvalRequest& request);
 struct EvalResult {
   EvalMethod method = EvalMethod::kNonOverlap;
   int64_t length = 0;
-  int64_t stride = 0;   // sliding only
-  int64_t mem_len = 0;  // memory only
-  int64_t streams = 0;  // memory only
+  int64_t stride = 0;        // sliding only
+  int64_t mem_len = 0;       // memory only
+  int64_t streams = 0;       // memory only
+  bool same_length = false;  // memory only
   ExtrapolationAid aid = ExtrapolationAid::kNone;
   double aid_factor = 0.0;  // as requested (0 = derived per length)
   int64_t tokens = 0;       // tokens scored

@@ -27,7 +27,10 @@ namespace txl {
 
 // What every layer needs to know about positions for one forward pass.
 struct PositionContext {
-  int64_t mem_len = 0;      // M
+  int64_t mem_len = 0;  // M
+  // same_length (positional.h, attention_mask): each query sees at most this many of the
+  // most recent keys, itself included (0 = every earlier key).
+  int64_t key_window = 0;
   int64_t clamp_len = 0;    // cap on distances (encodings with uses_clamp_len; 0 = none)
   torch::Tensor sinusoids;  // [K, C] relative_sinusoids (relative only; undefined otherwise)
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // evaluation only (encodings.h)

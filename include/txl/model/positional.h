@@ -42,4 +42,16 @@ torch::Tensor rel_shift_padded(const torch::Tensor& x);
 torch::Tensor causal_mask(int64_t query_len, int64_t mem_len,
                           const torch::Device& device = torch::kCPU);  // -> bool [Q, K]
 
+// Transformer-XL's same_length: every query sees at most the key_window most recent keys,
+// itself included (key j visible to query i when M + i - key_window < j <= M + i), so that
+// with full memory each query attends over the same number of keys instead of the last one
+// seeing the most. key_window <= 0: no window (causal_mask). The reference's mask
+// triu(ones(Q, K), 1 + M) + tril(ones(Q, K), -s), s = Q - (K - mem_len) when K > mem_len,
+// is this one with key_window = mem_len.                                   -> bool [Q, K]
+torch::Tensor attention_mask(int64_t query_len, int64_t mem_len, int64_t key_window,
+                             const torch::Device& device = torch::kCPU);
+// Whether a window of key_window keys hides any key from a pass of Q queries after M memory
+// rows (K = Q + M > key_window): otherwise attention_mask is the causal mask.
+bool window_cuts(int64_t query_len, int64_t mem_len, int64_t key_window);
+
 }  // namespace txl

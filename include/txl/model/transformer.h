@@ -18,6 +18,9 @@ struct ForwardOptions {
   torch::Tensor targets;    // [B, Q] next-token ids; when set, `nll` is returned
   int64_t keep_memory = 0;  // how many positions of memory to return for the next segment
   int64_t clamp_len = -1;   // relative distance cap for this pass (-1: model.clamp_len)
+  // same_length (positional.h, attention_mask): every query attends over at most this many
+  // of the most recent keys, itself included; the reference sets it to mem_len. 0 = off.
+  int64_t key_window = 0;
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // evaluation aid (config/encodings.h)
   double aid_factor = 0.0;                         // s; 0 = derived from aid_length and train_len
   int64_t aid_length = 0;                          // the evaluated length s derives from

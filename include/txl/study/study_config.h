@@ -49,6 +49,7 @@ struct StudyEval {
   std::vector<int64_t> lengths;          // empty in the file: the base config's eval.lengths
   int64_t stride = 0;                    // sliding: 0 = L/2
   std::vector<int64_t> mem_lens = {-1};  // memory: one protocol each (-1 = the evaluated length)
+  bool same_length = false;              // memory: Transformer-XL's same_length window
   std::vector<std::string> aids = {"none"};  // "none", "yarn", "ntk:4" (aid[:factor])
   int64_t max_tokens = 0;                    // 0 = the whole split
   std::string checkpoint = "last";           // last | best

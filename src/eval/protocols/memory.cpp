@@ -53,11 +53,20 @@ EvalProtocol memory_protocol() {
   p.options = {{"--mem-len", "mem_lens",
                 "memory: memory length, >= 0 (0 = none; default: the evaluated length)"},
                {"--streams", nullptr,
-                "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)"}};
+                "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)"},
+               {"--same-length", "same_length",
+                "memory: every query attends over the same mem_len most recent keys (the "
+                "paper's evaluation; Transformer-XL's same_length)"}};
   p.needs_memory = true;
   p.check = [](const EvalRequest& r) {
     if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
     if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
+    if (r.same_length && r.mem_len < 1) {
+      throw InputError(
+          "--same-length makes every query attend over the last mem_len keys, so it "
+          "needs --mem-len >= 1, got " +
+          std::to_string(r.mem_len));
+    }
   };
   p.plan = memory_plan;
   // A bound: all streams at once, the last (longest) stream's segment, with full memory.
@@ -73,16 +82,21 @@ EvalProtocol memory_protocol() {
   p.fill_result = [](const EvalRequest& r, int64_t targets, EvalResult& result) {
     result.mem_len = r.mem_len;
     result.streams = std::min(r.streams, targets);
+    result.same_length = r.same_length;
   };
   p.cache_key = [](const EvalRequest& r, nlohmann::json& key) {
     key["stride"] = 0;
     key["mem_len"] = r.mem_len;
     key["streams"] = r.streams;
+    if (r.same_length) key["same_length"] = true;  // absent: entries from before it still count
   };
-  p.setting = [](const EvalResult& e) { return fmt::format("mem {} x{}", e.mem_len, e.streams); };
+  p.setting = [](const EvalResult& e) {
+    return fmt::format("mem {} x{}{}", e.mem_len, e.streams, e.same_length ? " same" : "");
+  };
   p.json_row = [](const EvalResult& e, nlohmann::json& row) {
     row["mem_len"] = e.mem_len;
     row["streams"] = e.streams;
+    row["same_length"] = e.same_length;
   };
   p.position_note = "positions within each segment, memory before them";
   p.memory_hint = [](const EvalPassShape&) {

@@ -1,0 +1,29 @@
+// `txl train --dry-run`: what a configuration would train, from the config and a vocabulary
+// size alone, without a run directory: its parameters, FLOPs per token, the memory estimate
+// by part (memory_estimate.h) against what this machine has, and whether it fits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "txl/config/config.h"
+#include "txl/train/bench.h"
+#include "txl/train/memory_estimate.h"
+
+namespace txl {
+
+struct DryRun {
+  int64_t vocab_size = 0;
+  int64_t segment_len = 0;  // the longest training segment (train.tgt_len or tgt_len_max)
+  MemoryEstimate estimate;
+  FlopCount flops;
+  double available_bytes = 0;  // 0: unknown
+  bool fits() const { return available_bytes <= 0 || estimate.total_bytes() <= available_bytes; }
+};
+
+DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes);
+
+// The report, one part a line: the model, FLOPs, memory by part, the verdict.
+std::string format_dry_run(const DryRun& run, const Config& config);
+
+}  // namespace txl

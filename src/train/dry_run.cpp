@@ -1,0 +1,43 @@
+#include "txl/train/dry_run.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include "txl/config/encodings.h"
+#include "txl/train/batcher.h"
+
+namespace txl {
+
+DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes) {
+  DryRun r;
+  r.vocab_size = vocab_size;
+  r.segment_len = longest_segment(config.train);
+  r.estimate = estimate_training_memory(config, vocab_size, r.segment_len);
+  const bool memory = encoding_traits(config.model.pos_encoding).takes_memory;
+  r.flops = model_flops(config.model, vocab_size, config.train.batch_size, r.segment_len,
+                        memory ? config.train.mem_len : 0);
+  r.available_bytes = available_bytes;
+  return r;
+}
+
+std::string format_dry_run(const DryRun& r, const Config& c) {
+  constexpr double kGB = 1e9;
+  const MemoryEstimate& e = r.estimate;
+  std::string out = fmt::format(
+      "model: {} layers, d_model {}, {} heads x {}, d_inner {}, {} encoding, vocabulary {}\n"
+      "parameters: {:.0f}\n"
+      "FLOPs per token: {:.4g} training, {:.4g} evaluation (batch {} x segment {}, memory {})\n",
+      c.model.n_layer, c.model.d_model, c.model.n_head, c.model.d_head, c.model.d_inner,
+      to_string(c.model.pos_encoding), r.vocab_size, e.parameters, r.flops.train_per_token,
+      r.flops.eval_per_token, c.train.batch_size, r.segment_len, c.train.mem_len);
+  out += fmt::format(
+      "memory estimate (training, one process): {:.2f} GB = weights {:.2f} + gradients {:.2f} + "
+      "AdamW state {:.2f} + activations {:.2f} GB\n",
+      e.total_bytes() / kGB, e.weight_bytes / kGB, e.gradient_bytes / kGB, e.optimizer_bytes / kGB,
+      e.activation_bytes / kGB);
+  if (r.available_bytes <= 0) return out + "available here: unknown\n";
+  out += fmt::format("available here: {:.2f} GB: {}\n", r.available_bytes / kGB,
+                     r.fits() ? "fits" : "does NOT fit (txl train would refuse it)");
+  return out;
+}
+
+}  // namespace txl
