@@ -124,6 +124,7 @@ Config all_changed() {
   c.train.device = "cuda:1";  // a name only: configs do not look at the machine
   c.train.precision = Precision::kBf16;
   c.train.skip_nonfinite = true;
+  c.train.same_length = true;
   c.eval.lengths = {16, 32};
   c.eval.split = "test";
   c.eval.batch_tokens = 1024;
