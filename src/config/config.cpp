@@ -34,6 +34,7 @@ json write_value(const std::vector<int64_t>& value) { return value; }
 json write_value(TokenizerKind value) { return to_string(value); }
 json write_value(PosEncoding value) { return to_string(value); }
 json write_value(Precision value) { return to_string(value); }
+json write_value(const std::optional<AdaptiveConfig>& value) { return adaptive_to_json(value); }
 
 std::string unknown_section_message(const std::string& key) {
   return "unknown key \"" + key + "\"; valid top-level keys: " + join(section_names()) +

@@ -54,6 +54,10 @@ void read_value(const json& v, const std::string& path, std::vector<int64_t>& ou
   out = std::move(values);
 }
 
+void read_value(const json& v, const std::string& path, std::optional<AdaptiveConfig>& out) {
+  read_adaptive(v, path, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tables.
 
@@ -86,6 +90,8 @@ const Fields<ModelConfig>& model_fields() {
       {"clamp_len", &S::clamp_len, "relative: cap distances at this value (0 = no cap)"},
       {"max_rel_dist", &S::max_rel_dist, "relative_learned: table of 2*max_rel_dist-1 distances"},
       {"init_std", &S::init_std, "weights start as N(0, init_std)"},
+      {"adaptive", &S::adaptive,
+       "null (full softmax) | {cutoffs, div_val, tie_projs}: adaptive input and softmax (word)"},
   };
   return fields;
 }

@@ -89,7 +89,11 @@ struct OverrideKey {
   std::string path;
   std::string section;
   std::string field;
+  std::string subkey;  // model.adaptive.KEY: a key of that object; empty otherwise
 };
+
+// The one key whose value is an object that --set reaches into (model.adaptive.cutoffs=...).
+constexpr const char* kNestedKey = "model.adaptive";
 
 // The key of an assignment without the blanks around it; throws unless it is section.key with
 // section one of section_names().
@@ -99,8 +103,11 @@ OverrideKey parse_override_key(const std::string& raw_key, const std::string& co
   const size_t last = raw_key.find_last_not_of(" \t");
   const std::string key = first == std::string::npos ? "" : raw_key.substr(first, last - first + 1);
   const size_t dot = key.find('.');
+  const size_t second = key.find('.', dot == std::string::npos ? dot : dot + 1);
+  const bool nested = second != std::string::npos && key.compare(0, second, kNestedKey) == 0 &&
+                      second + 1 < key.size() && key.find('.', second + 1) == std::string::npos;
   if (key.empty() || dot == std::string::npos || dot == 0 || dot + 1 == key.size() ||
-      key.find('.', dot + 1) != std::string::npos) {
+      (second != std::string::npos && !nested)) {
     throw InputError(context + ": the key must be section.key with section one of " +
                      join(section_names()) + ", e.g. model.n_layer=6");
   }
@@ -110,7 +117,32 @@ OverrideKey parse_override_key(const std::string& raw_key, const std::string& co
     throw InputError(context + ": unknown section \"" + section_name +
                      "\"; valid sections: " + join(names) + suggestion(section_name, names));
   }
-  return {key, section_name, key.substr(dot + 1)};
+  if (nested) {
+    return {key, section_name, key.substr(dot + 1, second - dot - 1), key.substr(second + 1)};
+  }
+  return {key, section_name, key.substr(dot + 1), ""};
+}
+
+// --set model.adaptive.KEY=value: the object the configuration holds (or a new one) with KEY
+// set, checked as parsing would read it.
+json nested_override_value(const json& j, const OverrideKey& key, const std::string& text,
+                           const std::string& context) {
+  json object = json::object();
+  if (j.contains(key.section) && j.at(key.section).is_object() &&
+      j.at(key.section).contains(key.field) && j.at(key.section).at(key.field).is_object()) {
+    object = j.at(key.section).at(key.field);
+  }
+  // cutoffs takes the shell-friendly list too: model.adaptive.cutoffs=2000,10000.
+  object[key.subkey] = key.subkey == "cutoffs"
+                           ? override_value(text, static_cast<std::vector<int64_t>*>(nullptr))
+                           : override_value(text, static_cast<double*>(nullptr));
+  try {
+    std::optional<AdaptiveConfig> scratch;
+    read_adaptive(object, kNestedKey, scratch);
+  } catch (const InputError& e) {
+    throw InputError(context + ": " + e.what());
+  }
+  return object;
 }
 
 // The value the override sets key to, read into a default section as parsing would read it,
@@ -211,9 +243,11 @@ void apply_override(json& j, const std::string& assignment) {
   const OverrideKey key = parse_override_key(raw_key, context);
   if (j.is_null()) j = json::object();
   if (!j.is_object()) throw InputError(context + ": the configuration is not a JSON object");
-  json value = for_section<json>(key.section, [&](const auto& fields, auto section) {
-    return checked_override_value(fields, section, key, text, context);
-  });
+  json value = !key.subkey.empty()
+                   ? nested_override_value(j, key, text, context)
+                   : for_section<json>(key.section, [&](const auto& fields, auto section) {
+                       return checked_override_value(fields, section, key, text, context);
+                     });
   section_object(j, key.section, context)[key.field] = std::move(value);
 }
 

@@ -205,6 +205,8 @@ void validate(const Config& config) {
   validate_model(config.model);
   validate_train(config.train);
   validate_encoding(config.model, config.train);
+  validate_adaptive(config.model.adaptive, config.model.d_model, to_string(config.data.tokenizer),
+                    config.data.tokenizer == TokenizerKind::kWord);
   validate_eval(config.eval);
 }
 

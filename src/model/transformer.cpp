@@ -51,7 +51,12 @@ torch::Tensor blocked_output_nll(const torch::Tensor& h, const torch::Tensor& we
 TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     : config_(c), vocab_size_(vocab_size) {
   TORCH_CHECK(vocab_size >= 2, "vocabulary must hold at least 2 tokens, got ", vocab_size);
-  embedding = register_module("embedding", torch::nn::Embedding(vocab_size, c.d_model));
+  if (c.adaptive) {
+    adaptive_input = register_module(
+        "adaptive_input", AdaptiveInput(*c.adaptive, c.d_model, vocab_size, c.init_std));
+  } else {
+    embedding = register_module("embedding", torch::nn::Embedding(vocab_size, c.d_model));
+  }
   position = register_module("position", make_position_input(c));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < c.n_layer; ++l) blocks->push_back(Block(c));
@@ -59,13 +64,17 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     final_norm = register_module("final_norm",
                                  torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
   }
-  if (!c.tie_weights) {
+  if (c.adaptive) {
+    adaptive_softmax = register_module(
+        "adaptive_softmax",
+        AdaptiveSoftmax(*c.adaptive, c.d_model, vocab_size, c.tie_weights, c.init_std));
+  } else if (!c.tie_weights) {
     output = register_module(
         "output", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, vocab_size).bias(false)));
   }
   output_bias = register_parameter("output_bias", torch::zeros({vocab_size}));
   torch::NoGradGuard no_grad;
-  embedding->weight.normal_(0.0, c.init_std);
+  if (embedding) embedding->weight.normal_(0.0, c.init_std);
   if (output) output->weight.normal_(0.0, c.init_std);
 }
 
@@ -118,7 +127,8 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   TORCH_CHECK(options.score_from >= 0 && options.score_from < tokens.size(1), "score_from ",
               options.score_from, " must lie in [0, ", tokens.size(1), ")");
 
-  auto h = embedding(tokens) * std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
+  auto h = (adaptive_input ? adaptive_input(tokens) : embedding(tokens)) *
+           std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   pos.aid = options.aid;
@@ -144,13 +154,17 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
 
   LMOutput result;
   result.memory = update_memory(memory, layer_inputs, options.keep_memory, segment_kv);
-  auto weight = output ? output->weight : embedding->weight;  // [V, C]
-  torch::Tensor targets;                                      // [B, S]
+  torch::Tensor targets;  // [B, S]
   if (options.targets.defined()) {
     TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
                 " must match tokens ", tokens.sizes());
     targets = options.targets.narrow(1, options.score_from, h.size(1));
   }
+  if (adaptive_softmax) {
+    adaptive_output(h, targets, options, result);
+    return result;
+  }
+  auto weight = output ? output->weight : embedding->weight;  // [V, C]
   const int64_t rows = h.size(0) * h.size(1);
   const int64_t block = output_row_block(rows, vocab_size_, options);
   const bool only_loss = targets.defined() && !options.want_logits;
@@ -169,6 +183,34 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
   }
   if (options.want_logits || !options.targets.defined()) result.logits = logits;
   return result;
+}
+
+void TransformerLMImpl::adaptive_output(const torch::Tensor& h, const torch::Tensor& targets,
+                                        const ForwardOptions& options, LMOutput& result) {
+  const AdaptiveWeights w = adaptive_softmax->weights(*adaptive_input, output_bias);
+  const ClusterLayout& layout = adaptive_input->layout();
+  const int64_t rows = h.size(0) * h.size(1);
+  const auto flat = h.reshape({rows, -1});  // [N, C]
+  if (targets.defined()) {
+    // Without gradients, in blocks of rows whose head and widest tail fit the logit budget.
+    const int64_t width = layout.head_size() + layout.largest_tail();
+    const int64_t block = output_row_block(rows, width, options);
+    const auto flat_targets = targets.reshape({-1});  // [N]
+    std::vector<torch::Tensor> parts;
+    for (int64_t first = 0; first < rows; first += block) {
+      const int64_t n = std::min(block, rows - first);
+      parts.push_back(
+          adaptive_nll(flat.narrow(0, first, n), flat_targets.narrow(0, first, n), w));
+    }
+    result.nll = (parts.size() == 1 ? parts[0] : torch::cat(parts)).view(targets.sizes());
+  }
+  if (!options.want_logits && targets.defined()) return;
+  // The [N, V] log-probabilities are the result; blocks bound the temporaries beside them.
+  const int64_t block = std::clamp<int64_t>(kLogitBudgetBytes / (vocab_size_ * 4), 1, rows);
+  std::vector<torch::Tensor> parts;
+  for (int64_t first = 0; first < rows; first += block)
+    parts.push_back(adaptive_log_probs(flat.narrow(0, first, std::min(block, rows - first)), w));
+  result.logits = torch::cat(parts).view({h.size(0), h.size(1), vocab_size_});  // [B, S, V]
 }
 
 TransformerLM make_model(const ModelConfig& config, int64_t vocab_size,

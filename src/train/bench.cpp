@@ -57,7 +57,17 @@ BenchResult describe_bench(const Config& config, const BenchOptions& o) {
   return r;
 }
 
-torch::Tensor random_tokens(const BenchResult& r, int64_t vocab_size, const torch::Device& device) {
+// Uniform ids; Zipf-distributed ones for the adaptive softmax, whose cost depends on which
+// clusters the targets fall in (bench.h).
+torch::Tensor random_tokens(const BenchResult& r, const ModelConfig& model, int64_t vocab_size,
+                            const torch::Device& device) {
+  if (model.adaptive) {
+    static thread_local torch::Tensor zipf;
+    if (!zipf.defined() || zipf.size(0) != vocab_size) zipf = zipf_probabilities(vocab_size);
+    return torch::multinomial(zipf, r.batch * r.query_len, /*replacement=*/true)
+        .view({r.batch, r.query_len})
+        .to(device);  // [B, Q]
+  }
   return torch::randint(vocab_size, {r.batch, r.query_len},
                         torch::TensorOptions().dtype(torch::kLong).device(device));  // [B, Q]
 }
@@ -111,8 +121,8 @@ void train_step(BenchModel& b, const BenchOptions& o, bool timed) {
   const BenchResult& r = b.result;
   TransformerLM& model = b.model;
   const torch::Device device = model->device();
-  const auto inputs = random_tokens(r, o.vocab_size, device);
-  const auto targets = random_tokens(r, o.vocab_size, device);
+  const auto inputs = random_tokens(r, b.config.model, o.vocab_size, device);
+  const auto targets = random_tokens(r, b.config.model, o.vocab_size, device);
   const double cpu0 = process_cpu_seconds();
   const auto t0 = finished(device);
   torch::Tensor loss;

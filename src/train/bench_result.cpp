@@ -9,12 +9,41 @@
 
 namespace txl {
 
+torch::Tensor zipf_probabilities(int64_t vocab_size) {
+  auto p = 1.0 / torch::arange(1, vocab_size + 1, torch::kDouble);  // [V]
+  return p / p.sum();
+}
+
+double output_macs(const ModelConfig& m, int64_t vocab_size) {
+  const double C = m.d_model;
+  if (!m.adaptive) return C * static_cast<double>(vocab_size);
+  const AdaptiveConfig& a = *m.adaptive;
+  const auto p = zipf_probabilities(vocab_size);
+  const bool projected = a.div_val > 1;
+  double macs = 0;
+  for (int64_t i = 0; i <= a.n_clusters(); ++i) {
+    const int64_t lo = i == 0 ? 0 : a.cutoffs[i - 1];
+    const int64_t hi = i == a.n_clusters() ? vocab_size : a.cutoffs[i];
+    const double share = p.slice(0, lo, hi).sum().item<double>();  // tokens in cluster i
+    const double d = static_cast<double>(a.width(m.d_model, i));
+    const double proj = projected ? C * d : 0.0;
+    macs += share * proj;  // the input's projection of cluster i
+    if (i == 0) {
+      macs += proj + d * static_cast<double>(a.cutoffs[0] + a.n_clusters());  // every token
+    } else {
+      macs += share * (proj + d * static_cast<double>(hi - lo));  // the tail, for its tokens
+    }
+  }
+  return macs;
+}
+
 FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, int64_t query_len,
                       int64_t mem_len) {
   const double L = m.n_layer, C = m.d_model, H = m.n_head, D = m.d_head, F = m.d_inner;
   const double V = vocab_size, B = batch, Q = query_len, M = mem_len, K = M + Q;
   // Multiply-accumulates per token; see the formula in bench.h.
-  const double n = L * (4 * C * H * D + 2 * C * F) + C * V;
+  const double out = output_macs(m, vocab_size);  // C*V for the full softmax
+  const double n = L * (4 * C * H * D + 2 * C * F) + out;
   const double attn = L * 2 * H * D * K;
   // The encoding's own work, per layer, from its traits (config/encodings.cpp).
   const PositionCost cost = encoding_traits(m.pos_encoding).cost(m, B, Q, K);
@@ -26,10 +55,12 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   f.train_per_token = 6 * (n + attn + pos) + 4 * kv_mem + proj_train_flops * proj;
   f.formula = fmt::format(
       "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + proj); "
-      "MACs/token: N = L*(4*C*H*D + 2*C*F) + C*V = {:.0f}, attn = L*2*H*D*K = {:.0f}, "
+      "MACs/token: N = L*(4*C*H*D + 2*C*F) + {} = {:.0f}, attn = L*2*H*D*K = {:.0f}, "
       "pos = L*H*D*K = {:.0f}, kv_mem = L*2*C*H*D*M/Q = {:.0f}, proj = {:.0f} "
       "(L={} C={} H={} D={} F={} V={} B={} Q={} M={} K={})",
-      proj_train_flops, n, attn, pos, kv_mem, proj, m.n_layer, m.d_model, m.n_head, m.d_head,
+      proj_train_flops,
+      m.adaptive ? fmt::format("adaptive output {:.0f} (Zipf tokens)", out) : std::string("C*V"),
+      n, attn, pos, kv_mem, proj, m.n_layer, m.d_model, m.n_head, m.d_head,
       m.d_inner, vocab_size, batch, query_len, mem_len, mem_len + query_len);
   return f;
 }

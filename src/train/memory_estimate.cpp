@@ -2,6 +2,9 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "txl/config/encodings.h"
 #include "txl/util/error.h"
 
@@ -24,6 +27,40 @@ double block_parameters(const ModelConfig& c) {
   return attention + feed_forward;
 }
 
+// The embedding, the output layer's own weights and its bias: one [V, C] table (and a second
+// untied) for the full softmax; with model.adaptive the shapes adaptive_softmax.h lists.
+double input_output_parameters(const ModelConfig& c, int64_t vocab_size) {
+  const double C = static_cast<double>(c.d_model), V = static_cast<double>(vocab_size);
+  if (!c.adaptive) return (c.tie_weights ? 1 : 2) * V * C + V;
+  const AdaptiveConfig& a = *c.adaptive;
+  const double n = static_cast<double>(a.n_clusters());
+  double tables = 0, input_projs = 0, output_projs = 0;
+  for (int64_t i = 0; i <= a.n_clusters(); ++i) {
+    const double lo = i == 0 ? 0.0 : static_cast<double>(a.cutoffs[i - 1]);
+    const double hi = i == a.n_clusters() ? V : static_cast<double>(a.cutoffs[i]);
+    const double d = static_cast<double>(a.width(c.d_model, i));
+    tables += (hi - lo) * d;
+    if (a.div_val == 1) continue;  // no projections: every cluster is d_model wide
+    input_projs += C * d;
+    if (!a.tie_projs[static_cast<size_t>(i)]) output_projs += C * d;
+  }
+  return (c.tie_weights ? 1 : 2) * tables + input_projs + output_projs + n * C + n + V;
+}
+
+// Floats of the output layer's logits in one training step of B*Q tokens. Full softmax:
+// [B*Q, V]. Adaptive: the head [B*Q, c_1 + n] for every token plus each tail's [N_i, n_i] for
+// the N_i tokens whose target lies in it; without the corpus' counts, sum_i N_i n_i is bounded
+// by B*Q * max_i n_i (every token in the widest tail), so this term is an upper bound where
+// the rest of the estimate counts only what backward certainly keeps.
+double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double tokens) {
+  if (!c.adaptive) return tokens * static_cast<double>(vocab_size);
+  const std::vector<int64_t>& cut = c.adaptive->cutoffs;
+  int64_t widest = vocab_size - cut.back();
+  for (size_t i = 1; i < cut.size(); ++i) widest = std::max(widest, cut[i] - cut[i - 1]);
+  const double head = static_cast<double>(cut.front() + c.adaptive->n_clusters());
+  return tokens * (head + static_cast<double>(widest));
+}
+
 }  // namespace
 
 double MemoryEstimate::total_bytes() const {
@@ -31,13 +68,12 @@ double MemoryEstimate::total_bytes() const {
 }
 
 double parameter_count(const ModelConfig& c, int64_t vocab_size) {
-  const double C = static_cast<double>(c.d_model), V = static_cast<double>(vocab_size);
-  double n = V * C;  // embedding
+  const double C = static_cast<double>(c.d_model);
+  double n = input_output_parameters(c, vocab_size);
   n += static_cast<double>(c.n_layer) * block_parameters(c);
   n += encoding_traits(c.pos_encoding).model_parameters(c);
-  if (c.pre_norm) n += 2 * C;      // final LayerNorm
-  if (!c.tie_weights) n += C * V;  // separate output matrix
-  return n + V;                    // output bias
+  if (c.pre_norm) n += 2 * C;  // final LayerNorm
+  return n;
 }
 
 MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size,
@@ -56,7 +92,8 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
   // what cannot fit. Per layer: the attention probabilities [B, H, Q, K], queries [B, H, Q, D],
   // keys and values [B, H, K, D], the feed-forward's inner activation [B, Q, F] and three
   // [B, Q, C] tensors (block input, attention output, feed-forward input); then the
-  // memory carried to the next segment [B, M, C] per layer and the fp32 logits [B, Q, V].
+  // memory carried to the next segment [B, M, C] per layer and the fp32 logits [B, Q, V]
+  // (adaptive softmax: output_logit_floats).
   const double B = static_cast<double>(t.batch_size), Q = static_cast<double>(segment_len);
   const double M =
       encoding_traits(m.pos_encoding).takes_memory ? static_cast<double>(t.mem_len) : 0.0;
@@ -66,7 +103,7 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
   const double per_layer = B * (H * Q * K + H * (Q + 2 * K) * D + Q * F + 3 * Q * C + M * C);
   const double element_bytes = t.precision == Precision::kBf16 ? kBf16Bytes : kFp32Bytes;
   e.activation_bytes = static_cast<double>(m.n_layer) * per_layer * element_bytes +
-                       B * Q * static_cast<double>(vocab_size) * kFp32Bytes;
+                       output_logit_floats(m, vocab_size, B * Q) * kFp32Bytes;
   return e;
 }
 

@@ -17,6 +17,8 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes) {
   fmt::print(stderr, "data: {} | vocab {} | train {} / valid {} / test {} tokens | {:.1f} s\n",
              config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
              corpus.test.size(), seconds_since(t_load));
+  // The clusters need the vocabulary's size; checked here, before a run directory exists.
+  validate_adaptive_vocab(config.model.adaptive, static_cast<int64_t>(corpus.vocab.size()));
   const auto& tc = config.train;
   check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
                          longest_segment(tc));

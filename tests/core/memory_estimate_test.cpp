@@ -44,6 +44,44 @@ TEST(MemoryEstimate, ParameterCountEqualsTheBuiltModels) {
   }
 }
 
+// Adaptive layouts: div_val 1 (one table, no projections) and 2/4 (a table and projection per
+// cluster), tied and untied weights, tied, untied and mixed projections.
+TEST(MemoryEstimate, ParameterCountEqualsTheBuiltAdaptiveModels) {
+  struct Case {
+    int64_t div_val;
+    bool tie_weights;
+    std::vector<bool> tie_projs;
+  };
+  const std::vector<Case> cases = {{1, true, {false, true, true}},
+                                   {1, false, {false, true, true}},
+                                   {2, true, {false, true, true}},
+                                   {4, true, {true, false, true}},
+                                   {4, false, {false, false, false}},
+                                   {2, false, {true, true, true}}};
+  for (const auto& c : cases) {
+    ModelConfig m = testing::tiny_model(PosEncoding::kRelative);
+    m.tie_weights = c.tie_weights;
+    m.adaptive = AdaptiveConfig{{5, 20}, c.div_val, c.tie_projs};
+    const TransformerLM model(m, 37);
+    EXPECT_EQ(parameter_count(m, 37), static_cast<double>(count_parameters(*model)))
+        << "div_val " << c.div_val << " tie " << c.tie_weights;
+  }
+}
+
+// The output term: [B*Q, V] logits for the full softmax; the adaptive bound
+// B*Q*(c_1 + n + widest tail) with WikiText-103's cutoffs.
+TEST(MemoryEstimate, AdaptiveOutputCountsTheHeadAndTheWidestTail) {
+  Config c;
+  c.data.dir = "unused";
+  c.train.batch_size = 2;
+  c.train.mem_len = 0;
+  const int64_t V = 267735, Q = 10;
+  const double full = estimate_training_memory(c, V, Q).activation_bytes;
+  c.model.adaptive = AdaptiveConfig{{20000, 40000, 200000}, 1, {false, true, true, true}};
+  const double adaptive = estimate_training_memory(c, V, Q).activation_bytes;
+  EXPECT_DOUBLE_EQ(full - adaptive, 2.0 * Q * (V - (20000 + 3 + 160000)) * 4);
+}
+
 Config shipped_config(const std::string& name) {
   const std::string path = std::string(TXL_SOURCE_DIR) + "/configs/" + name;
   return config_from_json(read_json_file(path), path);

@@ -6,6 +6,8 @@
 //  - query blocks: evaluation in blocks of queries equals attention over all queries at once;
 //  - score_from: scoring only the last positions equals the tail of a full pass;
 //  - bf16 autocast: loss and gradient within bf16 rounding of float32.
+// Causality and memory equivalence run again with model.adaptive (with_adaptive: adaptive
+// input and softmax; `logits` are then log-probabilities).
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -20,9 +22,10 @@ using testing::tiny_model;
 
 constexpr int64_t kVocab = 11;
 
-TransformerLM make_model(PosEncoding encoding) {
+TransformerLM make_model(PosEncoding encoding, bool adaptive = false) {
   torch::manual_seed(3);
-  TransformerLM model(tiny_model(encoding), kVocab);
+  const ModelConfig config = tiny_model(encoding);
+  TransformerLM model(adaptive ? testing::with_adaptive(config) : config, kVocab);
   model->eval();
   return model;
 }
@@ -42,10 +45,11 @@ torch::Tensor logits_of(TransformerLM& model, const torch::Tensor& tokens, const
   return model->forward(tokens, mem, opts).logits;  // [B, Q, V]
 }
 
-class Causality : public ::testing::TestWithParam<PosEncoding> {};
+// (encoding, model.adaptive)
+class Causality : public ::testing::TestWithParam<std::tuple<PosEncoding, bool>> {};
 
 TEST_P(Causality, ChangingTokenTLeavesEarlierOutputsUnchanged) {
-  auto model = make_model(GetParam());
+  auto model = make_model(std::get<0>(GetParam()), std::get<1>(GetParam()));
   torch::NoGradGuard no_grad;
   const int64_t len = 10;
   auto tokens = torch::randint(kVocab, {2, len}, torch::kLong);
@@ -63,10 +67,11 @@ TEST_P(Causality, ChangingTokenTLeavesEarlierOutputsUnchanged) {
 }
 
 TEST_P(Causality, HoldsWithMemory) {
-  if (!encoding_traits(GetParam()).takes_memory) {
-    GTEST_SKIP() << encoding_traits(GetParam()).name << " encoding has no memory";
+  const PosEncoding encoding = std::get<0>(GetParam());
+  if (!encoding_traits(encoding).takes_memory) {
+    GTEST_SKIP() << encoding_traits(encoding).name << " encoding has no memory";
   }
-  auto model = make_model(GetParam());
+  auto model = make_model(encoding, std::get<1>(GetParam()));
   torch::NoGradGuard no_grad;
   auto first = torch::randint(kVocab, {2, 5}, torch::kLong);
   ForwardOptions keep;
@@ -87,16 +92,25 @@ TEST_P(Causality, HoldsWithMemory) {
   EXPECT_GT(max_abs_diff(logits_of(model, tokens, other_mem), base), 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Encodings, Causality, ::testing::ValuesIn(testing::all_encodings()),
-                         testing::EncodingName());
+INSTANTIATE_TEST_SUITE_P(Encodings, Causality,
+                         ::testing::Combine(::testing::ValuesIn(testing::all_encodings()),
+                                            ::testing::Values(false)),
+                         testing::EncodingAdaptiveName());
+INSTANTIATE_TEST_SUITE_P(Adaptive, Causality,
+                         ::testing::Combine(::testing::ValuesIn(testing::all_encodings()),
+                                            ::testing::Values(true)),
+                         testing::EncodingAdaptiveName());
 
-class MemoryEquivalence : public ::testing::TestWithParam<std::tuple<PosEncoding, bool>> {};
+// (encoding, pre_norm, model.adaptive)
+class MemoryEquivalence
+    : public ::testing::TestWithParam<std::tuple<PosEncoding, bool, bool>> {};
 
-// The tiny model of the test's encoding and norm placement, seeded, in eval mode.
-TransformerLM memory_test_model(const std::tuple<PosEncoding, bool>& param, uint64_t seed) {
+// The tiny model of the test's encoding, norm placement and output, seeded, in eval mode.
+TransformerLM memory_test_model(const std::tuple<PosEncoding, bool, bool>& param, uint64_t seed) {
   torch::manual_seed(seed);
   auto cfg = tiny_model(std::get<0>(param));
   cfg.pre_norm = std::get<1>(param);
+  if (std::get<2>(param)) cfg = testing::with_adaptive(cfg);
   TransformerLM model(cfg, kVocab);
   model->eval();
   return model;
@@ -127,13 +141,21 @@ TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
   EXPECT_LT(max_abs_diff(s3.logits, full.narrow(1, 8, 3)), 1e-5);
 }
 
+std::string memory_case_name(
+    const ::testing::TestParamInfo<std::tuple<PosEncoding, bool, bool>>& info) {
+  return std::string(encoding_traits(std::get<0>(info.param)).name) +
+         (std::get<1>(info.param) ? "_pre_norm" : "_post_norm") +
+         (std::get<2>(info.param) ? "_adaptive" : "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Encodings, MemoryEquivalence,
                          ::testing::Combine(::testing::ValuesIn(testing::memory_encodings()),
-                                            ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::string(encoding_traits(std::get<0>(info.param)).name) +
-                                  (std::get<1>(info.param) ? "_pre_norm" : "_post_norm");
-                         });
+                                            ::testing::Bool(), ::testing::Values(false)),
+                         memory_case_name);
+INSTANTIATE_TEST_SUITE_P(Adaptive, MemoryEquivalence,
+                         ::testing::Combine(::testing::ValuesIn(testing::memory_encodings()),
+                                            ::testing::Values(false), ::testing::Values(true)),
+                         memory_case_name);
 
 // Evaluation keeps each layer's key/value projection of the memory rows ([B, M, 2*H*D])
 // and the next segment reads it; training, or evaluation with gradients, keeps none.

@@ -29,6 +29,13 @@ inline ModelConfig tiny_model(PosEncoding encoding) {
   return c;
 }
 
+// tiny_model's adaptive input and softmax for a vocabulary of 11 (the property tests'):
+// clusters [0, 4), [4, 8), [8, 11), widths 16, 8, 4, the head's projection untied.
+inline ModelConfig with_adaptive(ModelConfig c) {
+  c.adaptive = AdaptiveConfig{{4, 8}, 2, {false, true, true}};
+  return c;
+}
+
 // Every registered encoding, and those that take memory: tests iterate these, so a new
 // encoding is tested by every registry-driven test without editing it.
 inline std::vector<PosEncoding> all_encodings() {
@@ -48,6 +55,15 @@ struct EncodingName {
   template <typename Info>
   std::string operator()(const Info& info) const {
     return encoding_traits(info.param).name;
+  }
+};
+
+// (encoding, adaptive) parameters: the encoding's name, "_adaptive" with model.adaptive.
+struct EncodingAdaptiveName {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    return std::string(encoding_traits(std::get<0>(info.param)).name) +
+           (std::get<1>(info.param) ? "_adaptive" : "");
   }
 };
 

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "txl/config/adaptive.h"
 #include "txl/util/json.h"
 
 namespace txl {
@@ -83,6 +85,8 @@ struct ModelConfig {
   int64_t clamp_len = 0;       // relative: cap distances at this value (0 = no cap)
   int64_t max_rel_dist = 512;  // relative_learned: table of 2*max_rel_dist-1 distances
   double init_std = 0.02;      // N(0, init_std) as in the reference implementation
+  // Adaptive input and softmax (config/adaptive.h); empty = one embedding and a full softmax.
+  std::optional<AdaptiveConfig> adaptive;
   // The chosen encoding's own keys (config/encodings.h), e.g. "rope_base"; an absent key
   // takes its default (read them with encoding_option).
   std::map<std::string, double> encoding_options;

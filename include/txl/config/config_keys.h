@@ -30,13 +30,16 @@ void read_value(const nlohmann::json& v, const std::string& path, std::vector<in
 void read_value(const nlohmann::json& v, const std::string& path, TokenizerKind& out);
 void read_value(const nlohmann::json& v, const std::string& path, PosEncoding& out);
 void read_value(const nlohmann::json& v, const std::string& path, Precision& out);
+void read_value(const nlohmann::json& v, const std::string& path,
+                std::optional<AdaptiveConfig>& out);
 
 // The member pointer's type is the field's kind; std::visit dispatches on it.
 template <typename S>
 struct Field {
   const char* name;
   std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, std::vector<int64_t> S::*,
-               TokenizerKind S::*, PosEncoding S::*, Precision S::*>
+               TokenizerKind S::*, PosEncoding S::*, Precision S::*,
+               std::optional<AdaptiveConfig> S::*>
       member;
   const char* doc;
 };

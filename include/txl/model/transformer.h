@@ -9,6 +9,7 @@
 
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
+#include "txl/model/adaptive_softmax.h"
 #include "txl/model/block.h"
 #include "txl/model/memory.h"
 
@@ -51,6 +52,8 @@ inline constexpr int64_t kLogitBudgetBytes = int64_t{64} << 20;
 int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions& options);
 
 // S = Q - score_from scored positions (S = Q by default).
+// With model.adaptive, `logits` are the log-probabilities of every word (built in blocks of
+// rows; a softmax of them is the model's distribution, as of logits).
 struct LMOutput {
   torch::Tensor nll;     // [B, S] float32 per-token negative log-likelihood (with targets)
   torch::Tensor logits;  // [B, S, V] (want_logits or no targets)
@@ -69,14 +72,16 @@ class TransformerLMImpl : public torch::nn::Module {
   int64_t vocab_size() const { return vocab_size_; }
   bool has_memory() const { return encoding_traits(config_.pos_encoding).takes_memory; }
   // Where the weights are (module->to(device) moves them); inputs must be there too.
-  torch::Device device() const { return embedding->weight.device(); }
+  torch::Device device() const { return output_bias.device(); }
 
-  torch::nn::Embedding embedding{nullptr};
+  torch::nn::Embedding embedding{nullptr};          // without model.adaptive
+  AdaptiveInput adaptive_input{nullptr};            // with model.adaptive (adaptive_softmax.h)
+  AdaptiveSoftmax adaptive_softmax{nullptr};        // with model.adaptive
   std::shared_ptr<PositionInputImpl> position;  // the encoding's input side (no weights for most)
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
-  torch::nn::Linear output{nullptr};         // untied output layer only
-  torch::Tensor output_bias;                 // [V]
+  torch::nn::Linear output{nullptr};         // untied output layer only (full softmax)
+  torch::Tensor output_bias;                 // [V] (the adaptive softmax's too)
 
  private:
   // The blocks over h [B, Q, C] (each layer's input appended to layer_inputs), the last one
@@ -86,6 +91,9 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor run_blocks(torch::Tensor h, const Memory& memory, PositionContext& pos,
                            const ForwardOptions& options, std::vector<torch::Tensor>& layer_inputs,
                            std::vector<torch::Tensor>& segment_kv);
+  // The adaptive softmax's nll (blocked as output_row_block says) and log-probabilities.
+  void adaptive_output(const torch::Tensor& h, const torch::Tensor& targets,
+                       const ForwardOptions& options, LMOutput& result);
 
   ModelConfig config_;
   int64_t vocab_size_;

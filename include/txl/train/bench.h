@@ -19,6 +19,11 @@
 // except where no input gradient exists: memory rows are detached and the sinusoids R are
 // constants, so those products cost 2 + 2 per MAC (the learned table has a gradient: 6).
 // The embedding lookup is a gather, not counted; its gradient is the tied output layer's.
+// With model.adaptive, C*V in N becomes the clusters computed (adaptive_output_macs): the head
+// C*(c_1 + n) for every token, tail i's C*d_i + d_i*n_i for its share of the tokens, and with
+// div_val > 1 the projections of the input and of the head. The bench draws adaptive runs'
+// tokens from a Zipf distribution (p(id r) ~ 1/(r+1), word frequencies' usual shape, which
+// the clusters are cut for) instead of uniformly, and the shares are that distribution's.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +81,12 @@ struct FlopCount {
 
 FlopCount model_flops(const ModelConfig& model, int64_t vocab_size, int64_t batch,
                       int64_t query_len, int64_t mem_len);
+
+// The adaptive bench's token distribution: p(r) ~ 1/(r + 1) over [0, V)        -> [V] float64
+torch::Tensor zipf_probabilities(int64_t vocab_size);
+// MACs per token of model.adaptive's output layer and input projections, with the tokens drawn
+// from zipf_probabilities; C*V without model.adaptive.
+double output_macs(const ModelConfig& model, int64_t vocab_size);
 
 // Mean wall-clock time per training step in each phase.
 struct StepPhases {

@@ -1,0 +1,195 @@
+// Adaptive input and adaptive softmax; the factorisation and parameter names are in
+// adaptive_softmax.h.
+#include "txl/model/adaptive_softmax.h"
+
+#include <algorithm>
+#include <string>
+
+#include "txl/model/kernels.h"
+
+namespace txl {
+
+namespace {
+
+torch::nn::Embedding cluster_table(int64_t words, int64_t width, double init_std) {
+  torch::nn::Embedding table(words, width);
+  torch::NoGradGuard no_grad;
+  table->weight.normal_(0.0, init_std);
+  return table;
+}
+
+// The tables of `layout`: one [V, C] without projections (div_val 1), else one per cluster.
+torch::nn::ModuleList make_tables(const ClusterLayout& layout, double init_std) {
+  torch::nn::ModuleList tables;
+  if (!layout.projected) {
+    tables->push_back(cluster_table(layout.bounds.back(), layout.widths[0], init_std));
+    return tables;
+  }
+  for (int64_t i = 0; i < layout.clusters(); ++i)
+    tables->push_back(cluster_table(layout.size(i), layout.widths[i], init_std));
+  return tables;
+}
+
+torch::Tensor table_of(const torch::nn::ModuleList& tables, const ClusterLayout& layout,
+                       int64_t i) {
+  if (layout.projected) return tables[i]->as<torch::nn::Embedding>()->weight;  // [n_i, d_i]
+  return tables[0]->as<torch::nn::Embedding>()->weight.narrow(0, layout.bounds[i],
+                                                               layout.size(i));  // [n_i, C]
+}
+
+torch::Tensor new_proj(int64_t d_model, int64_t width) {
+  return torch::empty({d_model, width}).normal_(0.0, kProjInitStd);  // [C, d_i]
+}
+
+// rows [N, C] -> [N, n_i] logits of one cluster.
+torch::Tensor cluster_logits(const torch::Tensor& rows, const OutputCluster& c) {
+  const auto x = c.proj.defined() ? torch::matmul(rows, c.proj) : rows;  // [N, d_i]
+  return affine(x, c.weight, c.bias);                                      // [N, n_i]
+}
+
+torch::ScalarType result_type(const torch::Tensor& h) {
+  return h.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+
+// -log_softmax(logits)[targets]: [N, K], [N] -> [N]; token_nll's blocked float32 kernel,
+// except in float64 (the oracle tests), where it is the formula.
+torch::Tensor row_nll(const torch::Tensor& logits, const torch::Tensor& targets) {
+  if (logits.scalar_type() != torch::kDouble) return token_nll(logits, targets);
+  return -torch::log_softmax(logits, 1).gather(1, targets.unsqueeze(1)).squeeze(1);
+}
+
+// [N, c_1 + n]: the shortlist's logits, then tail cluster n's ... tail cluster 1's.
+torch::Tensor head_logits(const torch::Tensor& h, const AdaptiveWeights& w) {
+  const OutputCluster& head = w.clusters[0];
+  OutputCluster joined{torch::cat({head.weight, w.cluster_weight}, 0),
+                       torch::cat({head.bias, w.cluster_bias}, 0), head.proj};
+  return cluster_logits(h, joined);
+}
+
+}  // namespace
+
+int64_t ClusterLayout::largest_tail() const {
+  int64_t n = 0;
+  for (int64_t i = 1; i < clusters(); ++i) n = std::max(n, size(i));
+  return n;
+}
+
+ClusterLayout cluster_layout(const AdaptiveConfig& config, int64_t d_model, int64_t vocab_size) {
+  ClusterLayout layout;
+  layout.bounds.push_back(0);
+  for (const int64_t c : config.cutoffs) layout.bounds.push_back(c);
+  layout.bounds.push_back(vocab_size);
+  for (size_t i = 1; i < layout.bounds.size(); ++i) {
+    TORCH_CHECK(layout.bounds[i] > layout.bounds[i - 1],
+                "adaptive cutoffs must increase and lie below the vocabulary's size (", vocab_size,
+                "), got ", config.cutoffs);
+  }
+  for (int64_t i = 0; i <= config.n_clusters(); ++i) {
+    layout.widths.push_back(config.width(d_model, i));
+    TORCH_CHECK(layout.widths.back() > 0, "adaptive cluster ", i, " has width 0");
+  }
+  layout.projected = config.div_val > 1;
+  return layout;
+}
+
+AdaptiveInputImpl::AdaptiveInputImpl(const AdaptiveConfig& config, int64_t d_model,
+                                     int64_t vocab_size, double init_std)
+    : layout_(cluster_layout(config, d_model, vocab_size)) {
+  clusters = register_module("clusters", make_tables(layout_, init_std));
+  projs = register_module("projs", torch::nn::ParameterDict());
+  if (!layout_.projected) return;
+  for (int64_t i = 0; i < layout_.clusters(); ++i)
+    projs->insert(std::to_string(i), new_proj(d_model, layout_.widths[i]));
+}
+
+torch::Tensor AdaptiveInputImpl::table(int64_t cluster) const {
+  return table_of(clusters, layout_, cluster);
+}
+
+torch::Tensor AdaptiveInputImpl::proj(int64_t cluster) const {
+  return layout_.projected ? projs->get(std::to_string(cluster)) : torch::Tensor();
+}
+
+torch::Tensor AdaptiveInputImpl::forward(const torch::Tensor& tokens) {
+  if (!layout_.projected) return torch::embedding(table(0), tokens);  // [B, Q, C]
+  const auto flat = tokens.reshape({-1});                              // [N]
+  const auto p0 = proj(0);
+  auto out = torch::zeros({flat.size(0), p0.size(0)}, p0.options());  // [N, C]
+  for (int64_t i = 0; i < layout_.clusters(); ++i) {
+    const auto in = (flat >= layout_.bounds[i]) & (flat < layout_.bounds[i + 1]);
+    const auto rows = in.nonzero().squeeze(1);  // [N_i]
+    if (rows.numel() == 0) continue;
+    const auto e = torch::embedding(table(i), flat.index_select(0, rows) - layout_.bounds[i]);
+    out = out.index_copy(0, rows, affine(e, proj(i)).to(out.scalar_type()));  // [N_i, C]
+  }
+  auto sizes = tokens.sizes().vec();
+  sizes.push_back(out.size(1));
+  return out.view(sizes);  // [B, Q, C]
+}
+
+AdaptiveSoftmaxImpl::AdaptiveSoftmaxImpl(const AdaptiveConfig& config, int64_t d_model,
+                                         int64_t vocab_size, bool tie_weights, double init_std)
+    : layout_(cluster_layout(config, d_model, vocab_size)) {
+  const int64_t n = config.n_clusters();
+  cluster_weight = register_parameter(
+      "cluster_weight", torch::empty({n, d_model}).normal_(0.0, init_std));  // [n, C]
+  cluster_bias = register_parameter("cluster_bias", torch::zeros({n}));      // [n]
+  if (!tie_weights) clusters = register_module("clusters", make_tables(layout_, init_std));
+  projs = register_module("projs", torch::nn::ParameterDict());
+  if (!layout_.projected) return;
+  for (int64_t i = 0; i < layout_.clusters(); ++i) {
+    if (!config.tie_projs[static_cast<size_t>(i)])
+      projs->insert(std::to_string(i), new_proj(d_model, layout_.widths[i]));
+  }
+}
+
+AdaptiveWeights AdaptiveSoftmaxImpl::weights(const AdaptiveInputImpl& input,
+                                             const torch::Tensor& bias) const {
+  AdaptiveWeights w;
+  w.bounds = layout_.bounds;
+  w.cluster_weight = cluster_weight;
+  w.cluster_bias = cluster_bias;
+  for (int64_t i = 0; i < layout_.clusters(); ++i) {
+    OutputCluster c;
+    c.weight = clusters ? table_of(clusters, layout_, i) : input.table(i);
+    c.bias = bias.narrow(0, layout_.bounds[i], layout_.size(i));
+    const std::string key = std::to_string(i);
+    c.proj = projs->contains(key) ? projs->get(key) : input.proj(i);
+    w.clusters.push_back(c);
+  }
+  return w;
+}
+
+torch::Tensor adaptive_nll(const torch::Tensor& h, const torch::Tensor& targets,
+                           const AdaptiveWeights& w) {
+  const int64_t n = static_cast<int64_t>(w.clusters.size()) - 1;
+  const int64_t shortlist = w.bounds[1];
+  // Each row's cluster (0 = head) and the head column its target reads.
+  auto cluster = torch::zeros_like(targets);  // [N]
+  for (int64_t i = 1; i <= n; ++i) cluster += (targets >= w.bounds[i]).to(targets.scalar_type());
+  const auto column = torch::where(cluster == 0, targets, shortlist + n - cluster);  // [N]
+  auto nll = row_nll(head_logits(h, w), column).to(result_type(h));                  // [N]
+  for (int64_t i = 1; i <= n; ++i) {
+    const auto rows = (cluster == i).nonzero().squeeze(1);  // [N_i]
+    if (rows.numel() == 0) continue;
+    const auto logits = cluster_logits(h.index_select(0, rows), w.clusters[i]);  // [N_i, n_i]
+    const auto tail = row_nll(logits, targets.index_select(0, rows) - w.bounds[i]);
+    nll = nll.index_add(0, rows, tail.to(nll.scalar_type()));
+  }
+  return nll;
+}
+
+torch::Tensor adaptive_log_probs(const torch::Tensor& h, const AdaptiveWeights& w) {
+  const int64_t n = static_cast<int64_t>(w.clusters.size()) - 1;
+  const int64_t shortlist = w.bounds[1];
+  const auto type = result_type(h);
+  const auto head = torch::log_softmax(head_logits(h, w), 1, type);  // [N, c_1 + n]
+  std::vector<torch::Tensor> parts{head.narrow(1, 0, shortlist)};    // [N, c_1]
+  for (int64_t i = 1; i <= n; ++i) {
+    const auto tail = torch::log_softmax(cluster_logits(h, w.clusters[i]), 1, type);  // [N, n_i]
+    parts.push_back(head.narrow(1, shortlist + n - i, 1) + tail);
+  }
+  return torch::cat(parts, 1);  // [N, V]
+}
+
+}  // namespace txl
