@@ -71,8 +71,8 @@ void read_adaptive(const json& v, const std::string& path, std::optional<Adaptiv
   for (const auto& item : v.items()) {
     const auto& keys = adaptive_keys();
     if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
-      throw InputError("unknown key \"" + path + "." + item.key() + "\"; valid keys in \"" +
-                       path + "\": " + join(keys) + suggestion(item.key(), keys));
+      throw InputError("unknown key \"" + path + "." + item.key() + "\"; valid keys in \"" + path +
+                       "\": " + join(keys) + suggestion(item.key(), keys));
     }
   }
   if (!v.contains("cutoffs")) {
@@ -125,8 +125,8 @@ void validate_adaptive(const std::optional<AdaptiveConfig>& adaptive, int64_t d_
   }
   const int64_t last = a.n_clusters();
   if (a.width(d_model, last) == 0) {
-    throw InputError("model.adaptive.div_val (" + std::to_string(a.div_val) +
-                     ") leaves cluster " + std::to_string(last) + " with width 0 (model.d_model " +
+    throw InputError("model.adaptive.div_val (" + std::to_string(a.div_val) + ") leaves cluster " +
+                     std::to_string(last) + " with width 0 (model.d_model " +
                      std::to_string(d_model) + " / " + std::to_string(a.div_val) + "^" +
                      std::to_string(last) + "); lower div_val or use fewer cutoffs");
   }

@@ -32,8 +32,8 @@ torch::nn::ModuleList make_tables(const ClusterLayout& layout, double init_std) 
 
 torch::Tensor table_of(const torch::nn::ModuleList& tables, const ClusterLayout& layout,
                        int64_t i) {
-  if (layout.projected) return tables[i]->as<torch::nn::Embedding>()->weight;  // [n_i, d_i]
-  return tables[0]->as<torch::nn::Embedding>()->weight.narrow(0, layout.bounds[i],
+  if (layout.projected) return tables->at<torch::nn::EmbeddingImpl>(i).weight;  // [n_i, d_i]
+  return tables->at<torch::nn::EmbeddingImpl>(0).weight.narrow(0, layout.bounds[i],
                                                                layout.size(i));  // [n_i, C]
 }
 
@@ -44,7 +44,16 @@ torch::Tensor new_proj(int64_t d_model, int64_t width) {
 // rows [N, C] -> [N, n_i] logits of one cluster.
 torch::Tensor cluster_logits(const torch::Tensor& rows, const OutputCluster& c) {
   const auto x = c.proj.defined() ? torch::matmul(rows, c.proj) : rows;  // [N, d_i]
-  return affine(x, c.weight, c.bias);                                      // [N, n_i]
+  return affine(x, c.weight, c.bias);                                    // [N, n_i]
+}
+
+// 0, depending on `weight` and `proj` (either may be undefined): a cluster no token of the batch
+// falls in still gets a (zero) gradient, so every rank of a data-parallel run all-reduces the
+// same list of gradients (distributed.cpp skips undefined ones). Without gradients: none.
+torch::Tensor zero_through(const torch::Tensor& weight, const torch::Tensor& proj) {
+  if (!torch::GradMode::is_enabled()) return torch::Tensor();
+  auto zero = weight.sum() * 0.0;
+  return proj.defined() ? zero + proj.sum() * 0.0 : zero;
 }
 
 torch::ScalarType result_type(const torch::Tensor& h) {
@@ -111,14 +120,19 @@ torch::Tensor AdaptiveInputImpl::proj(int64_t cluster) const {
 }
 
 torch::Tensor AdaptiveInputImpl::forward(const torch::Tensor& tokens) {
-  if (!layout_.projected) return torch::embedding(table(0), tokens);  // [B, Q, C]
-  const auto flat = tokens.reshape({-1});                              // [N]
+  if (!layout_.projected) {
+    return torch::embedding(clusters->at<torch::nn::EmbeddingImpl>(0).weight, tokens);  // [B, Q, C]
+  }
+  const auto flat = tokens.reshape({-1});  // [N]
   const auto p0 = proj(0);
   auto out = torch::zeros({flat.size(0), p0.size(0)}, p0.options());  // [N, C]
   for (int64_t i = 0; i < layout_.clusters(); ++i) {
     const auto in = (flat >= layout_.bounds[i]) & (flat < layout_.bounds[i + 1]);
     const auto rows = in.nonzero().squeeze(1);  // [N_i]
-    if (rows.numel() == 0) continue;
+    if (rows.numel() == 0) {
+      if (const auto zero = zero_through(table(i), proj(i)); zero.defined()) out = out + zero;
+      continue;
+    }
     const auto e = torch::embedding(table(i), flat.index_select(0, rows) - layout_.bounds[i]);
     out = out.index_copy(0, rows, affine(e, proj(i)).to(out.scalar_type()));  // [N_i, C]
   }
@@ -131,9 +145,9 @@ AdaptiveSoftmaxImpl::AdaptiveSoftmaxImpl(const AdaptiveConfig& config, int64_t d
                                          int64_t vocab_size, bool tie_weights, double init_std)
     : layout_(cluster_layout(config, d_model, vocab_size)) {
   const int64_t n = config.n_clusters();
-  cluster_weight = register_parameter(
-      "cluster_weight", torch::empty({n, d_model}).normal_(0.0, init_std));  // [n, C]
-  cluster_bias = register_parameter("cluster_bias", torch::zeros({n}));      // [n]
+  cluster_weight = register_parameter("cluster_weight",
+                                      torch::empty({n, d_model}).normal_(0.0, init_std));  // [n, C]
+  cluster_bias = register_parameter("cluster_bias", torch::zeros({n}));                    // [n]
   if (!tie_weights) clusters = register_module("clusters", make_tables(layout_, init_std));
   projs = register_module("projs", torch::nn::ParameterDict());
   if (!layout_.projected) return;
@@ -167,11 +181,15 @@ torch::Tensor adaptive_nll(const torch::Tensor& h, const torch::Tensor& targets,
   // Each row's cluster (0 = head) and the head column its target reads.
   auto cluster = torch::zeros_like(targets);  // [N]
   for (int64_t i = 1; i <= n; ++i) cluster += (targets >= w.bounds[i]).to(targets.scalar_type());
-  const auto column = torch::where(cluster == 0, targets, shortlist + n - cluster);  // [N]
-  auto nll = row_nll(head_logits(h, w), column).to(result_type(h));                  // [N]
+  const auto column = torch::where(cluster == 0, targets, cluster.neg() + (shortlist + n));  // [N]
+  auto nll = row_nll(head_logits(h, w), column).to(result_type(h));                          // [N]
   for (int64_t i = 1; i <= n; ++i) {
     const auto rows = (cluster == i).nonzero().squeeze(1);  // [N_i]
-    if (rows.numel() == 0) continue;
+    if (rows.numel() == 0) {
+      const auto& c = w.clusters[i];
+      if (const auto zero = zero_through(c.weight, c.proj); zero.defined()) nll = nll + zero;
+      continue;
+    }
     const auto logits = cluster_logits(h.index_select(0, rows), w.clusters[i]);  // [N_i, n_i]
     const auto tail = row_nll(logits, targets.index_select(0, rows) - w.bounds[i]);
     nll = nll.index_add(0, rows, tail.to(nll.scalar_type()));

@@ -52,8 +52,8 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     : config_(c), vocab_size_(vocab_size) {
   TORCH_CHECK(vocab_size >= 2, "vocabulary must hold at least 2 tokens, got ", vocab_size);
   if (c.adaptive) {
-    adaptive_input = register_module(
-        "adaptive_input", AdaptiveInput(*c.adaptive, c.d_model, vocab_size, c.init_std));
+    adaptive_input = register_module("adaptive_input",
+                                     AdaptiveInput(*c.adaptive, c.d_model, vocab_size, c.init_std));
   } else {
     embedding = register_module("embedding", torch::nn::Embedding(vocab_size, c.d_model));
   }
@@ -199,8 +199,7 @@ void TransformerLMImpl::adaptive_output(const torch::Tensor& h, const torch::Ten
     std::vector<torch::Tensor> parts;
     for (int64_t first = 0; first < rows; first += block) {
       const int64_t n = std::min(block, rows - first);
-      parts.push_back(
-          adaptive_nll(flat.narrow(0, first, n), flat_targets.narrow(0, first, n), w));
+      parts.push_back(adaptive_nll(flat.narrow(0, first, n), flat_targets.narrow(0, first, n), w));
     }
     result.nll = (parts.size() == 1 ? parts[0] : torch::cat(parts)).view(targets.sizes());
   }

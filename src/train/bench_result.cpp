@@ -59,9 +59,9 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
       "pos = L*H*D*K = {:.0f}, kv_mem = L*2*C*H*D*M/Q = {:.0f}, proj = {:.0f} "
       "(L={} C={} H={} D={} F={} V={} B={} Q={} M={} K={})",
       proj_train_flops,
-      m.adaptive ? fmt::format("adaptive output {:.0f} (Zipf tokens)", out) : std::string("C*V"),
-      n, attn, pos, kv_mem, proj, m.n_layer, m.d_model, m.n_head, m.d_head,
-      m.d_inner, vocab_size, batch, query_len, mem_len, mem_len + query_len);
+      m.adaptive ? fmt::format("adaptive output {:.0f} (Zipf tokens)", out) : std::string("C*V"), n,
+      attn, pos, kv_mem, proj, m.n_layer, m.d_model, m.n_head, m.d_head, m.d_inner, vocab_size,
+      batch, query_len, mem_len, mem_len + query_len);
   return f;
 }
 

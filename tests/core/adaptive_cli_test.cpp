@@ -6,6 +6,9 @@
 #include <filesystem>
 
 #include "cli_harness.h"
+#include "txl/config/config.h"
+#include "txl/util/error.h"
+#include "txl/util/json.h"
 
 namespace txl {
 namespace {
@@ -33,8 +36,7 @@ TEST(AdaptiveCli, TrainsEvaluatesSamplesAndResumes) {
       run_txl({"train", "--config", config, "--run-dir", run, "--set", "train.max_steps=3"});
   ASSERT_EQ(trained.code, 0) << trained.err;
   const auto written = read_json_file(run + "/config.json");
-  EXPECT_EQ(written["model"]["adaptive"],
-            nlohmann::json::parse(R"({"cutoffs": [4, 8], "div_val": 2,
+  EXPECT_EQ(written["model"]["adaptive"], nlohmann::json::parse(R"({"cutoffs": [4, 8], "div_val": 2,
                                       "tie_projs": [false, true, true]})"));
   const auto resumed = run_txl({"train", "--resume", run, "--set", "train.max_steps=6"});
   ASSERT_EQ(resumed.code, 0) << resumed.err;
@@ -43,8 +45,8 @@ TEST(AdaptiveCli, TrainsEvaluatesSamplesAndResumes) {
   EXPECT_LT(losses.rbegin()->second, losses.begin()->second) << "the loss goes down";
   const auto eval = run_txl({"eval", "--run", run, "--lengths", "8"});
   ASSERT_EQ(eval.code, 0) << eval.err;
-  const auto sample = run_txl({"sample", "--run", run, "--prompt", "the lord", "--tokens", "12",
-                               "--seed", "3"});
+  const auto sample =
+      run_txl({"sample", "--run", run, "--prompt", "the lord", "--tokens", "12", "--seed", "3"});
   ASSERT_EQ(sample.code, 0) << sample.err;
   EXPECT_EQ(sample.out.rfind("the lord", 0), 0u) << sample.out;
   EXPECT_GT(sample.out.size(), std::string("the lord").size() + 12) << sample.out;

@@ -52,12 +52,10 @@ TEST(MemoryEstimate, ParameterCountEqualsTheBuiltAdaptiveModels) {
     bool tie_weights;
     std::vector<bool> tie_projs;
   };
-  const std::vector<Case> cases = {{1, true, {false, true, true}},
-                                   {1, false, {false, true, true}},
-                                   {2, true, {false, true, true}},
-                                   {4, true, {true, false, true}},
-                                   {4, false, {false, false, false}},
-                                   {2, false, {true, true, true}}};
+  const std::vector<Case> cases = {
+      {1, true, {false, true, true}},    {1, false, {false, true, true}},
+      {2, true, {false, true, true}},    {4, true, {true, false, true}},
+      {4, false, {false, false, false}}, {2, false, {true, true, true}}};
   for (const auto& c : cases) {
     ModelConfig m = testing::tiny_model(PosEncoding::kRelative);
     m.tie_weights = c.tie_weights;
@@ -66,6 +64,20 @@ TEST(MemoryEstimate, ParameterCountEqualsTheBuiltAdaptiveModels) {
     EXPECT_EQ(parameter_count(m, 37), static_cast<double>(count_parameters(*model)))
         << "div_val " << c.div_val << " tie " << c.tie_weights;
   }
+}
+
+// The paper's WikiText-103 base (run_wt103_base.sh): the reference counts 151,107,538
+// parameters with u and v shared by the layers; txl keeps them per layer (2 * 10 * 41 in
+// each of the 15 other layers).
+TEST(MemoryEstimate, WikiText103BaseCountsTheReferencesParametersPlusPerLayerUV) {
+  ModelConfig m;
+  m.n_layer = 16;
+  m.d_model = 410;
+  m.n_head = 10;
+  m.d_head = 41;
+  m.d_inner = 2100;
+  m.adaptive = AdaptiveConfig{{20000, 40000, 200000}, 1, {false, true, true, true}};
+  EXPECT_EQ(parameter_count(m, 267735), 151107538.0 + 15 * 2 * 10 * 41);
 }
 
 // The output term: [B*Q, V] logits for the full softmax; the adaptive bound

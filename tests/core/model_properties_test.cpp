@@ -102,8 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Adaptive, Causality,
                          testing::EncodingAdaptiveName());
 
 // (encoding, pre_norm, model.adaptive)
-class MemoryEquivalence
-    : public ::testing::TestWithParam<std::tuple<PosEncoding, bool, bool>> {};
+class MemoryEquivalence : public ::testing::TestWithParam<std::tuple<PosEncoding, bool, bool>> {};
 
 // The tiny model of the test's encoding, norm placement and output, seeded, in eval mode.
 TransformerLM memory_test_model(const std::tuple<PosEncoding, bool, bool>& param, uint64_t seed) {

@@ -37,7 +37,7 @@ struct ClusterLayout {
   int64_t clusters() const { return static_cast<int64_t>(widths.size()); }
   int64_t size(int64_t i) const { return bounds[i + 1] - bounds[i]; }
   int64_t head_size() const { return bounds[1] + clusters() - 1; }  // c_1 + n
-  int64_t largest_tail() const;                                    // max n_i over i >= 1
+  int64_t largest_tail() const;                                     // max n_i over i >= 1
 };
 ClusterLayout cluster_layout(const AdaptiveConfig& config, int64_t d_model, int64_t vocab_size);
 

@@ -74,9 +74,9 @@ class TransformerLMImpl : public torch::nn::Module {
   // Where the weights are (module->to(device) moves them); inputs must be there too.
   torch::Device device() const { return output_bias.device(); }
 
-  torch::nn::Embedding embedding{nullptr};          // without model.adaptive
-  AdaptiveInput adaptive_input{nullptr};            // with model.adaptive (adaptive_softmax.h)
-  AdaptiveSoftmax adaptive_softmax{nullptr};        // with model.adaptive
+  torch::nn::Embedding embedding{nullptr};      // without model.adaptive
+  AdaptiveInput adaptive_input{nullptr};        // with model.adaptive (adaptive_softmax.h)
+  AdaptiveSoftmax adaptive_softmax{nullptr};    // with model.adaptive
   std::shared_ptr<PositionInputImpl> position;  // the encoding's input side (no weights for most)
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
