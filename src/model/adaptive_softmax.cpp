@@ -37,8 +37,9 @@ torch::Tensor table_of(const torch::nn::ModuleList& tables, const ClusterLayout&
                                                                layout.size(i));  // [n_i, C]
 }
 
+// ParameterDict::insert keeps the tensor as it is: a projection must ask for its gradient.
 torch::Tensor new_proj(int64_t d_model, int64_t width) {
-  return torch::empty({d_model, width}).normal_(0.0, kProjInitStd);  // [C, d_i]
+  return torch::empty({d_model, width}).normal_(0.0, kProjInitStd).requires_grad_();  // [C, d_i]
 }
 
 // rows [N, C] -> [N, n_i] logits of one cluster.

@@ -40,7 +40,7 @@ double output_macs(const ModelConfig& m, int64_t vocab_size) {
 FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, int64_t query_len,
                       int64_t mem_len) {
   const double L = m.n_layer, C = m.d_model, H = m.n_head, D = m.d_head, F = m.d_inner;
-  const double V = vocab_size, B = batch, Q = query_len, M = mem_len, K = M + Q;
+  const double B = batch, Q = query_len, M = mem_len, K = M + Q;
   // Multiply-accumulates per token; see the formula in bench.h.
   const double out = output_macs(m, vocab_size);  // C*V for the full softmax
   const double n = L * (4 * C * H * D + 2 * C * F) + out;
