@@ -2,12 +2,14 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "txl/config/adaptive.h"
 #include "txl/config/encodings.h"
 #include "txl/train/batcher.h"
 
 namespace txl {
 
 DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes) {
+  validate_adaptive_vocab(config.model.adaptive, vocab_size);  // cutoffs below the vocabulary
   DryRun r;
   r.vocab_size = vocab_size;
   r.segment_len = longest_segment(config.train);

@@ -67,6 +67,21 @@ TEST(DryRun, AVocabularySizeStandsForTheCorpusAndAConfigTooLargeIsSaidNotToFit) 
   EXPECT_NE(r.out.find("does NOT fit"), std::string::npos) << r.out;
 }
 
+TEST(DryRun, AdaptiveCutoffsAreCheckedAgainstTheVocabulary) {
+  const std::string dir = fresh_dir("dry_run_adaptive");
+  json config = testing::tiny_config(dir + "/no-such-corpus");
+  config["data"]["tokenizer"] = "word";
+  config["model"]["adaptive"] = json::parse(R"({"cutoffs": [50]})");
+  const std::string path = write_config(dir + "/c.json", config);
+  const auto fits = run_txl({"train", "--config", path, "--dry-run", "--vocab-size", "60"});
+  EXPECT_EQ(fits.code, 0) << fits.output;
+  const auto r = run_txl({"train", "--config", path, "--dry-run", "--vocab-size", "40"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.adaptive.cutoffs[0] (50) must be below the vocabulary's size (40"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(DryRun, ItsOptionsAreChecked) {
   const std::string dir = fresh_dir("dry_run_bad");
   const std::string path = write_config(dir + "/c.json", testing::tiny_config(dir + "/corpus"));
