@@ -17,6 +17,7 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
 #include "txl/cli/output_path.h"
+#include "txl/config/adaptive.h"
 #include "txl/config/encodings.h"
 #include "txl/eval/eval_memory.h"
 #include "txl/eval/request.h"
@@ -350,6 +351,7 @@ nlohmann::json long_window_rows(const BenchCommandOptions& o, const Config& conf
 int run_bench_command(const BenchCommandOptions& o) {
   check_options(o);
   const Config config = resolve_config(o);
+  validate_adaptive_vocab(config.model.adaptive, o.vocab);  // cutoffs below --vocab
   if (!o.encodings.empty()) return run_encodings_bench(o, config);
   check_long_windows_fit(o, config);
 

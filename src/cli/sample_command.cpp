@@ -14,6 +14,7 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
 #include "txl/data/tokenizer.h"
+#include "txl/data/tokenizers.h"
 #include "txl/model/sampling.h"
 #include "txl/platform/device.h"
 #include "txl/platform/runtime.h"
@@ -78,9 +79,12 @@ std::vector<int64_t> encode_prompt(const std::string& prompt, const Vocab& vocab
       list += (i ? ", " : "") + (vocab.kind() == TokenizerKind::kChar ? code_point_name(unknown[i])
                                                                       : "\"" + unknown[i] + "\"");
     }
-    if (vocab.kind() == TokenizerKind::kChar) {
-      throw InputError("--prompt has characters outside the run's vocabulary: " + list +
-                       "; the model never saw them in training. Remove or replace them");
+    if (tokenizer_def(vocab.kind()).per_symbol) {
+      const char* what = vocab.kind() == TokenizerKind::kByte ? "bytes" : "characters";
+      throw InputError(
+          fmt::format("--prompt has {} outside the run's vocabulary: {}; the model "
+                      "never saw them in training. Remove or replace them",
+                      what, list));
     }
     fmt::print(
         stderr,
@@ -92,7 +96,7 @@ std::vector<int64_t> encode_prompt(const std::string& prompt, const Vocab& vocab
 
 // The token generation starts from when the prompt is empty: the start of a line.
 int64_t start_token(const Vocab& vocab) {
-  if (vocab.kind() != TokenizerKind::kChar) return vocab.id(kEosToken);
+  if (tokenizer_def(vocab.kind()).eos_per_line) return vocab.id(kEosToken);
   if (vocab.contains("\n")) return vocab.id("\n");
   return vocab.unk_id() == 0 && vocab.size() > 1 ? 1 : 0;  // the most frequent token
 }

@@ -66,7 +66,8 @@ const Fields<DataConfig>& data_fields() {
   static const Fields<S> fields = {
       {"dir", &S::dir, "folder with train.txt, valid.txt, test.txt (required)"},
       {"tokenizer", &S::tokenizer,
-       "char (code points) | word (whitespace + <eos>) | bpe | unigram (sentencepiece subwords)"},
+       "char (code points) | byte (bytes, no <eos>: enwik8, text8) | word (whitespace + <eos>) | "
+       "bpe | unigram (sentencepiece subwords)"},
       {"min_freq", &S::min_freq, "word: rarer training words become <unk>"},
       {"max_vocab", &S::max_vocab, "word: keep the most frequent N (0 = no limit)"},
       {"vocab_size", &S::vocab_size, "bpe, unigram: the subword vocabulary's size (required)"},

@@ -22,6 +22,7 @@ using EnumNames = std::vector<std::pair<E, const char*>>;
 
 const EnumNames<TokenizerKind>& names_of(TokenizerKind) {
   static const EnumNames<TokenizerKind> names = {{TokenizerKind::kChar, "char"},
+                                                 {TokenizerKind::kByte, "byte"},
                                                  {TokenizerKind::kWord, "word"},
                                                  {TokenizerKind::kBpe, "bpe"},
                                                  {TokenizerKind::kUnigram, "unigram"}};

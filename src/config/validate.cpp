@@ -118,7 +118,9 @@ void validate_data(const DataConfig& data) {
                      ") applies to the bpe and unigram tokenizers, not " + tokenizer +
                      (data.tokenizer == TokenizerKind::kWord
                           ? " (a word vocabulary is cut with data.max_vocab)"
-                          : " (a char vocabulary is every character of the training split)"));
+                          : " (a " + tokenizer + " vocabulary is every " +
+                                (data.tokenizer == TokenizerKind::kByte ? "byte" : "character") +
+                                " of the training split)"));
   }
 }
 

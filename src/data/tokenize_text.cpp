@@ -13,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "txl/data/text_scan.h"
 #include "txl/data/tokenizer.h"
+#include "txl/data/tokenizers.h"
 #include "txl/util/utf8.h"
 
 namespace txl {
@@ -25,22 +27,6 @@ using Clock = std::chrono::steady_clock;
 // How long tokenizing runs before it reports, and how often after that.
 constexpr double kFirstReportSeconds = 3.0;
 constexpr double kReportEverySeconds = 10.0;
-
-// Chunks of about `target` bytes that end right after a '\n' (the last one at the end).
-std::vector<std::string_view> line_chunks(std::string_view text, size_t target) {
-  std::vector<std::string_view> chunks;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = std::min(text.size(), start + target);
-    if (end < text.size()) {
-      const size_t newline = text.find('\n', end);
-      end = newline == std::string_view::npos ? text.size() : newline + 1;
-    }
-    chunks.push_back(text.substr(start, end - start));
-    start = end;
-  }
-  return chunks;
-}
 
 void report(const std::string& source, size_t done, size_t total, double seconds) {
   const double mb = 1e-6;
@@ -137,7 +123,7 @@ TokenizedSplit tokenize_text(std::string_view text, const Vocab& vocab, const st
     return out;
   }
   // Checked whole first, so an error names the offset in the file, not in a chunk.
-  check_utf8(text, source);
+  if (tokenizer_def(vocab.kind()).reads_utf8) check_utf8(text, source);
   ChunkedEncode job(line_chunks(text, options.chunk_bytes), vocab, source);
   const size_t n = worker_count(options, job.chunks.size());
   std::vector<std::thread> workers;

@@ -11,8 +11,9 @@ namespace {
 
 // One line per data.tokenizer value.
 const std::vector<const TokenizerDef*>& table() {
-  static const std::vector<const TokenizerDef*> defs = {&char_tokenizer(), &word_tokenizer(),
-                                                        &bpe_tokenizer(), &unigram_tokenizer()};
+  static const std::vector<const TokenizerDef*> defs = {&char_tokenizer(), &byte_tokenizer(),
+                                                        &word_tokenizer(), &bpe_tokenizer(),
+                                                        &unigram_tokenizer()};
   return defs;
 }
 
@@ -29,6 +30,13 @@ const TokenizerDef& tokenizer_def(TokenizerKind kind) {
     if (def->kind == kind) return *def;
   }
   throw std::logic_error("tokenizer " + to_string(kind) + " has no entry in the tokenizer table");
+}
+
+bool reports_bpc(const std::string& name) {
+  for (const TokenizerDef* def : table()) {
+    if (to_string(def->kind) == name) return def->per_symbol;
+  }
+  return false;
 }
 
 std::vector<std::string> split_tokens(std::string_view text, TokenizerKind kind,

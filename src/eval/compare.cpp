@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "txl/data/tokenizers.h"
 #include "txl/eval/report.h"
 
 namespace txl {
@@ -28,7 +29,7 @@ std::string cell(const Comparison& c, const CompareRun& run, size_t i) {
   const auto ci = mean_nll_interval(e, c.bootstrap);
   std::string s = fmt::format("{:.3f}", e.ppl());
   if (ci.valid) s += fmt::format(" [{:.3f},{:.3f}]", std::exp(ci.lo), std::exp(ci.hi));
-  if (c.tokenizer == "char") s += fmt::format(" {:.4f}", e.bpc());
+  if (reports_bpc(c.tokenizer)) s += fmt::format(" {:.4f}", e.bpc());
   s += e.length == run.train_length ? " *" : "  ";
   return s;
 }
@@ -44,7 +45,7 @@ PairedDifference paired_at(const Comparison& c, size_t i) {
 }
 
 nlohmann::json comparison_to_json(const Comparison& c) {
-  const bool chars = c.tokenizer == "char";
+  const bool chars = reports_bpc(c.tokenizer);
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& run : c.runs) {
     nlohmann::json results = nlohmann::json::array();
@@ -181,7 +182,7 @@ std::string comparison_rows(const Comparison& c) {
 
 // The legend, the bits-per-byte conversion, the intervals' method and the notes.
 std::string comparison_footer(const Comparison& c) {
-  const bool chars = c.tokenizer == "char";
+  const bool chars = reports_bpc(c.tokenizer);
   const bool paired = has_paired(c);
   const CompareRun* any = first_supported(c);
   std::string out;

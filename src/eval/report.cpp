@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "txl/data/tokenizers.h"
 #include "txl/eval/protocol.h"
 
 namespace txl {
@@ -106,7 +107,7 @@ std::string per_position_heading(EvalMethod method) {
 }
 
 nlohmann::json report_to_json(const EvalReport& r) {
-  const bool chars = r.tokenizer == "char";
+  const bool chars = reports_bpc(r.tokenizer);
   nlohmann::json results = nlohmann::json::array();
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
@@ -129,7 +130,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
 }
 
 std::string format_report_table(const EvalReport& r) {
-  const bool chars = r.tokenizer == "char";
+  const bool chars = reports_bpc(r.tokenizer);
   const bool bytes = r.bytes_per_token > 0;
   std::string out =
       fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run, r.encoding,

@@ -70,10 +70,7 @@ torch::Tensor row_nll(const torch::Tensor& logits, const torch::Tensor& targets)
 
 // [N, c_1 + n]: the shortlist's logits, then tail cluster n's ... tail cluster 1's.
 torch::Tensor head_logits(const torch::Tensor& h, const AdaptiveWeights& w) {
-  const OutputCluster& head = w.clusters[0];
-  OutputCluster joined{torch::cat({head.weight, w.cluster_weight}, 0),
-                       torch::cat({head.bias, w.cluster_bias}, 0), head.proj};
-  return cluster_logits(h, joined);
+  return cluster_logits(h, w.clusters[0]);
 }
 
 }  // namespace
@@ -162,8 +159,6 @@ AdaptiveWeights AdaptiveSoftmaxImpl::weights(const AdaptiveInputImpl& input,
                                              const torch::Tensor& bias) const {
   AdaptiveWeights w;
   w.bounds = layout_.bounds;
-  w.cluster_weight = cluster_weight;
-  w.cluster_bias = cluster_bias;
   for (int64_t i = 0; i < layout_.clusters(); ++i) {
     OutputCluster c;
     c.weight = clusters ? table_of(clusters, layout_, i) : input.table(i);
@@ -172,6 +167,10 @@ AdaptiveWeights AdaptiveSoftmaxImpl::weights(const AdaptiveInputImpl& input,
     c.proj = projs->contains(key) ? projs->get(key) : input.proj(i);
     w.clusters.push_back(c);
   }
+  // The head's logits cover the shortlist and one column per tail cluster.
+  OutputCluster& head = w.clusters[0];
+  head.weight = torch::cat({head.weight, cluster_weight}, 0);  // [c_1 + n, C]
+  head.bias = torch::cat({head.bias, cluster_bias}, 0);        // [c_1 + n]
   return w;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "txl/data/tokenizers.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -20,7 +21,7 @@ int64_t passkey_needle_start(int64_t length, double depth, int64_t cue_len, int6
 std::vector<int32_t> passkey_candidates(const Vocab& vocab, const std::vector<int32_t>& ids,
                                         int64_t count) {
   std::vector<int32_t> digits;
-  if (vocab.kind() == TokenizerKind::kChar) {
+  if (tokenizer_def(vocab.kind()).per_symbol) {
     for (char c = '0'; c <= '9'; ++c) {
       if (vocab.contains(std::string(1, c)))
         digits.push_back(static_cast<int32_t>(vocab.id(std::string(1, c))));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "txl/data/tokenizers.h"
 #include "txl/probe/passkey_probe.h"
 #include "txl/probe/probes.h"
 
@@ -41,8 +42,8 @@ PasskeyProbeOptions passkey_options(const ProbeSubject& subject, const ProbeValu
 }
 
 std::vector<int32_t> candidates(const ProbeSubject& subject) {
-  // A char run without digits: its 10 rarest characters (a word run: 100 rarest words).
-  const bool chars = subject.vocab->kind() == TokenizerKind::kChar;
+  // A char or byte run without digits: its 10 rarest symbols (a word run: 100 rarest words).
+  const bool chars = tokenizer_def(subject.vocab->kind()).per_symbol;
   return passkey_candidates(*subject.vocab, *subject.ids, chars ? 10 : 100);
 }
 

@@ -2,6 +2,7 @@
 // the statistics method (study_report.h).
 #include <nlohmann/json.hpp>
 
+#include "txl/data/tokenizers.h"
 #include "txl/eval/interval.h"
 #include "txl/eval/report.h"
 #include "txl/study/study_bits.h"
@@ -37,7 +38,8 @@ json cell_json(const StudySpec& spec, const CellResults& c, const BootstrapOptio
     for (size_t li = 0; li < c.results[p].size(); ++li) {
       json r;
       if (c.results[p][li]) {
-        r = summary_to_json(*c.results[p][li], c.tokenizer == "char", bootstrap, c.bytes_per_token);
+        r = summary_to_json(*c.results[p][li], reports_bpc(c.tokenizer), bootstrap,
+                            c.bytes_per_token);
         r["per_position"] = per_position_to_json(*c.results[p][li]);
       } else {
         r = {{"length", spec.eval.lengths[li]}, {"skipped", c.skipped[p][li]}};

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "txl/config/encodings.h"
+#include "txl/model/adaptive_softmax.h"
 #include "txl/train/bench.h"
 
 namespace txl {
@@ -17,21 +18,19 @@ torch::Tensor zipf_probabilities(int64_t vocab_size) {
 double output_macs(const ModelConfig& m, int64_t vocab_size) {
   const double C = m.d_model;
   if (!m.adaptive) return C * static_cast<double>(vocab_size);
-  const AdaptiveConfig& a = *m.adaptive;
+  const ClusterLayout layout = cluster_layout(*m.adaptive, m.d_model, vocab_size);
   const auto p = zipf_probabilities(vocab_size);
-  const bool projected = a.div_val > 1;
   double macs = 0;
-  for (int64_t i = 0; i <= a.n_clusters(); ++i) {
-    const int64_t lo = i == 0 ? 0 : a.cutoffs[i - 1];
-    const int64_t hi = i == a.n_clusters() ? vocab_size : a.cutoffs[i];
-    const double share = p.slice(0, lo, hi).sum().item<double>();  // tokens in cluster i
-    const double d = static_cast<double>(a.width(m.d_model, i));
-    const double proj = projected ? C * d : 0.0;
+  for (int64_t i = 0; i < layout.clusters(); ++i) {
+    // The tokens in cluster i.
+    const double share = p.slice(0, layout.bounds[i], layout.bounds[i + 1]).sum().item<double>();
+    const double d = static_cast<double>(layout.widths[i]);
+    const double proj = layout.projected ? C * d : 0.0;
     macs += share * proj;  // the input's projection of cluster i
     if (i == 0) {
-      macs += proj + d * static_cast<double>(a.cutoffs[0] + a.n_clusters());  // every token
+      macs += proj + d * static_cast<double>(layout.head_size());  // every token
     } else {
-      macs += share * (proj + d * static_cast<double>(hi - lo));  // the tail, for its tokens
+      macs += share * (proj + d * static_cast<double>(layout.size(i)));  // the tail, for its tokens
     }
   }
   return macs;

@@ -2,10 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
-#include <algorithm>
-#include <vector>
-
 #include "txl/config/encodings.h"
+#include "txl/model/adaptive_softmax.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -32,19 +30,17 @@ double block_parameters(const ModelConfig& c) {
 double input_output_parameters(const ModelConfig& c, int64_t vocab_size) {
   const double C = static_cast<double>(c.d_model), V = static_cast<double>(vocab_size);
   if (!c.adaptive) return (c.tie_weights ? 1 : 2) * V * C + V;
-  const AdaptiveConfig& a = *c.adaptive;
-  const double n = static_cast<double>(a.n_clusters());
-  double tables = 0, input_projs = 0, output_projs = 0;
-  for (int64_t i = 0; i <= a.n_clusters(); ++i) {
-    const double lo = i == 0 ? 0.0 : static_cast<double>(a.cutoffs[i - 1]);
-    const double hi = i == a.n_clusters() ? V : static_cast<double>(a.cutoffs[i]);
-    const double d = static_cast<double>(a.width(c.d_model, i));
-    tables += (hi - lo) * d;
-    if (a.div_val == 1) continue;  // no projections: every cluster is d_model wide
-    input_projs += C * d;
-    if (!a.tie_projs[static_cast<size_t>(i)]) output_projs += C * d;
+  const ClusterLayout layout = cluster_layout(*c.adaptive, c.d_model, vocab_size);
+  const double n = static_cast<double>(layout.clusters() - 1);  // tail clusters
+  double tables = 0, projs = 0;
+  for (int64_t i = 0; i < layout.clusters(); ++i) {
+    const double d = static_cast<double>(layout.widths[i]);
+    tables += static_cast<double>(layout.size(i)) * d;
+    if (!layout.projected) continue;  // div_val 1: every cluster is d_model wide
+    // The input's projection, and the output's own where it is not tied to it.
+    projs += (c.adaptive->tie_projs[static_cast<size_t>(i)] ? 1 : 2) * C * d;
   }
-  return (c.tie_weights ? 1 : 2) * tables + input_projs + output_projs + n * C + n + V;
+  return (c.tie_weights ? 1 : 2) * tables + projs + n * C + n + V;
 }
 
 // Floats of the output layer's logits in one training step of B*Q tokens. Full softmax:
@@ -54,11 +50,8 @@ double input_output_parameters(const ModelConfig& c, int64_t vocab_size) {
 // the rest of the estimate counts only what backward certainly keeps.
 double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double tokens) {
   if (!c.adaptive) return tokens * static_cast<double>(vocab_size);
-  const std::vector<int64_t>& cut = c.adaptive->cutoffs;
-  int64_t widest = vocab_size - cut.back();
-  for (size_t i = 1; i < cut.size(); ++i) widest = std::max(widest, cut[i] - cut[i - 1]);
-  const double head = static_cast<double>(cut.front() + c.adaptive->n_clusters());
-  return tokens * (head + static_cast<double>(widest));
+  const ClusterLayout layout = cluster_layout(*c.adaptive, c.d_model, vocab_size);
+  return tokens * static_cast<double>(layout.head_size() + layout.largest_tail());
 }
 
 }  // namespace

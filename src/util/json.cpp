@@ -16,6 +16,11 @@ namespace {
 
 using nlohmann::json;
 
+// The deepest nesting txl reads: its files have a few levels (a study config five or six).
+// Refused at the level past it, before the parser goes on: each open level keeps its path,
+// so a file nested 100,000 deep would otherwise take minutes and gigabytes to refuse.
+constexpr size_t kMaxJsonDepth = 64;
+
 // One open object or array while parsing: its path, the keys seen so far (objects) or the
 // number of elements so far (arrays), and the key whose value comes next.
 struct Container {
@@ -44,6 +49,11 @@ json parse_json_strict(const std::string& text, const std::string& source) {
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start: {
+        if (open.size() >= kMaxJsonDepth) {
+          throw InputError(source + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels (at \"" + child_path(open) +
+                           "\"); txl's files have a few levels");
+        }
         Container c;
         c.path = child_path(open);
         c.is_object = event == json::parse_event_t::object_start;

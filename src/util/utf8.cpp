@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "txl/util/error.h"
@@ -94,9 +95,14 @@ std::u32string decode_utf8(std::string_view bytes, const std::string& source) {
 }
 
 void check_utf8(std::string_view bytes, const std::string& source) {
+  constexpr uint64_t kHighBits = 0x8080808080808080ULL;
   size_t pos = 0;
   while (pos < bytes.size()) {
-    if (static_cast<unsigned char>(bytes[pos]) < 0x80) {
+    uint64_t eight;
+    if (pos + 8 <= bytes.size() &&
+        (std::memcpy(&eight, bytes.data() + pos, 8), (eight & kHighBits) == 0)) {
+      pos += 8;  // eight ASCII bytes: most of most corpora
+    } else if (static_cast<unsigned char>(bytes[pos]) < 0x80) {
       ++pos;
     } else {
       next_code_point(bytes, &pos, source);

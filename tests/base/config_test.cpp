@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -736,6 +737,29 @@ TEST_F(ConfigReadFile, DuplicateKeyIsAnErrorNamingItsPathAndTheFile) {
     expect_contains(message, path);
     expect_contains(message, "duplicate key " + c.path);
   }
+}
+
+// Nesting is capped at 64 levels: 100,000 levels of arrays or objects are refused at once
+// (it took minutes and gigabytes when every level kept its path), 64 are read.
+TEST_F(ConfigReadFile, DeepNestingIsRefusedAtOnceNamingTheFile) {
+  const size_t deep = 100000;
+  for (const bool objects : {false, true}) {
+    std::string text;
+    for (size_t i = 0; i < deep; ++i) text += objects ? "{\"a\": " : "[";
+    text += "1";
+    for (size_t i = 0; i < deep; ++i) text += objects ? "}" : "]";
+    const std::string path = write(objects ? "deep_objects.json" : "deep_arrays.json", text);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string message = input_error_of([&] { read_json_file(path); });
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+    expect_contains(message, path);
+    expect_contains(message, "nested deeper than 64 levels");
+  }
+  std::string ok;
+  for (int i = 0; i < 64; ++i) ok += "[";
+  ok += "1";
+  for (int i = 0; i < 64; ++i) ok += "]";
+  EXPECT_NO_THROW(read_json_file(write("deep_ok.json", ok)));
 }
 
 TEST_F(ConfigReadFile, EqualKeysInDifferentObjectsAreNotDuplicates) {

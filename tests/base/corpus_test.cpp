@@ -105,6 +105,22 @@ TEST_F(CorpusDir, LoadsCharCorpus) {
   EXPECT_EQ(stats.unknown, 4);  // 日月盈昃 are not in train
 }
 
+TEST_F(CorpusDir, LoadsByteCorpusCutInsideACharacter) {
+  // enwik8's splits are byte ranges of one UTF-8 file: valid.txt may start mid-character.
+  write_all("\xE5\xA4\xA9\xE5\x9C\xB0\n", "\xA4\xA9\n", "\xE5\n\xFF");
+  ASSERT_EQ(check_error(TokenizerKind::kByte), "");
+  const Corpus corpus = load_corpus(config(TokenizerKind::kByte));
+  EXPECT_EQ(corpus.vocab.size(), 7);  // <unk> + 6 distinct bytes
+  EXPECT_EQ(corpus.train.size(), 7u);
+  EXPECT_EQ(decode(std::vector<int64_t>(corpus.valid.begin(), corpus.valid.end()), corpus.vocab),
+            "\xA4\xA9\n");
+  EncodeStats stats;
+  load_split(dir_, "test", corpus.vocab, &stats);
+  EXPECT_EQ(stats.tokens, 3);
+  EXPECT_EQ(stats.unknown, 1);  // \xFF is not in train
+  EXPECT_EQ(bytes_per_token(stats), 1.0);
+}
+
 TEST_F(CorpusDir, ErrorsNameTheDirectory) {
   DataConfig c = config();
   c.dir = "";

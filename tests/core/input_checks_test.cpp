@@ -211,6 +211,16 @@ TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
       {"lengths_trailing_comma", with(compare, {"--lengths", "32,"}), 2,
        "--lengths \"32,\": \"\" is not a positive integer"},
       {"split_empty", with(eval, {"--split", ""}), 2, "--split is given an empty value"},
+      // An option's name taken as the value of the option before it.
+      {"json_json", {"eval", "--run", run, "--lengths", "32", "--json", "--json"}, 2,
+       "--json is given \"--json\", an option's name, as its value"},
+      {"protocols_json_json", {"protocols", "--json", "--json"}, 2,
+       "--json is given \"--json\""},
+      // A whole number past int64 is refused as typed, not clamped to 9223372036854775807.
+      {"sample_seed_overflow", with(sample, {"--seed", "99999999999999999999"}), 2,
+       "--seed 99999999999999999999 is out of range; whole numbers run from"},
+      {"threads_overflow", with(eval, {"--threads", "-99999999999999999999"}), 2,
+       "--threads -99999999999999999999 is out of range"},
       {"bench_encodings_empty", {"bench", "--config", config, "--encodings", "", "--json", json},
        2, "--encodings is given an empty value"},
       {"bench_encodings_repeat",
@@ -233,6 +243,7 @@ TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
   };
   // clang-format on
   expect_refusals(rows, {run, absolute}, dir + "/fresh", json);
+  EXPECT_FALSE(fs::exists("--json")) << "a file named --json was written";
   testing::cleanup_scratch();
 }
 

@@ -80,6 +80,11 @@ TEST(DryRun, AdaptiveCutoffsAreCheckedAgainstTheVocabulary) {
   EXPECT_NE(r.output.find("model.adaptive.cutoffs[0] (50) must be below the vocabulary's size (40"),
             std::string::npos)
       << r.output;
+  // txl bench sizes its random tokens with --vocab: the same rule, before anything runs.
+  const auto bench = run_txl({"bench", "--config", path, "--vocab", "40", "--steps", "1"});
+  EXPECT_EQ(bench.code, 2) << bench.output;
+  EXPECT_NE(bench.output.find("model.adaptive.cutoffs[0] (50) must be below"), std::string::npos)
+      << bench.output;
 }
 
 TEST(DryRun, ItsOptionsAreChecked) {

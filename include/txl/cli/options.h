@@ -13,8 +13,10 @@ namespace txl {
 std::vector<int64_t> parse_lengths(const std::string& text, const std::string& option);
 
 // A value given as '' (--lengths '', --split '', --run-dir '') would read as the option left
-// out, i.e. its default: refused (InputError naming the option), for every option of `cmd`
-// that takes a value except those in `may_be_empty` (e.g. sample's --prompt).
+// out, i.e. its default; a value that is an option's name (`--json --json`, which would write
+// a file called "--json") is a forgotten value. Both are refused (InputError naming the
+// option), for every option of `cmd` that takes a value except the free text ones in
+// `may_be_empty` (sample's --prompt).
 void refuse_empty_values(const CLI::App& cmd, const std::vector<std::string>& may_be_empty = {});
 
 // A --threads value: 0 (all cores) up to kMaxThreads, the range train.threads takes; a

@@ -23,7 +23,7 @@ namespace txl {
 // so a larger number is a typo, not a machine. 0 means all cores.
 inline constexpr int64_t kMaxThreads = 1024;
 
-enum class TokenizerKind { kChar, kWord, kBpe, kUnigram };
+enum class TokenizerKind { kChar, kWord, kBpe, kUnigram, kByte };
 enum class PosEncoding {
   kRelative,
   kAbsolute,
@@ -63,8 +63,9 @@ int device_cuda_index(const std::string& name);
 
 struct DataConfig {
   std::string dir;  // required: folder with train.txt, valid.txt, test.txt
-  // "char" (code points) | "word" (whitespace + <eos>) | "bpe" | "unigram" (subwords
-  // trained by sentencepiece on the training split, <eos> per line)
+  // "char" (code points) | "byte" (bytes, no <eos>: enwik8, text8) | "word" (whitespace +
+  // <eos>) | "bpe" | "unigram" (subwords trained by sentencepiece on the training split,
+  // <eos> per line)
   TokenizerKind tokenizer = TokenizerKind::kChar;
   int64_t min_freq = 1;    // word: rarer training words become <unk>
   int64_t max_vocab = 0;   // word: keep the most frequent N (0 = no limit)

@@ -39,6 +39,22 @@ void for_each_code_point(std::string_view text, const std::string& source, F&& f
   }
 }
 
+// Chunks of about `target` bytes that end right after a '\n' (the last one at the end).
+inline std::vector<std::string_view> line_chunks(std::string_view text, size_t target) {
+  std::vector<std::string_view> chunks;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = std::min(text.size(), start + target);
+    if (end < text.size()) {
+      const size_t newline = text.find('\n', end);
+      end = newline == std::string_view::npos ? text.size() : newline + 1;
+    }
+    chunks.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return chunks;
+}
+
 // Calls f(line) for every line without its '\n'; a last line without '\n' is a line too.
 template <class F>
 void for_each_line(std::string_view text, F&& f) {

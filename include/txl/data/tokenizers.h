@@ -20,6 +20,11 @@ struct TokenizerDef {
   bool eos_per_line = false;
   // The vocabulary is a sentencepiece model (vocab.h: Vocab::subword()).
   bool subword = false;
+  // A token is one character (char) or one byte (byte): bits per token are what the field
+  // calls bits per character, and the tables say so.
+  bool per_symbol = false;
+  // The text must be valid UTF-8 (every kind but byte, which reads any file).
+  bool reads_utf8 = true;
   // Builds the vocabulary from the training split (tokenizer.h: build_vocab).
   Vocab (*build)(std::string_view train_text, const DataConfig& config, const std::string& source);
   // Text -> ids; fills stats->tokens and stats->unknown when stats is not null.
@@ -37,8 +42,13 @@ struct TokenizerDef {
 
 const TokenizerDef& tokenizer_def(TokenizerKind kind);
 
+// Whether the data.tokenizer called `name` is per_symbol (false for an unknown name): the
+// reports, which know the tokenizer by name, add a bpc column where it is.
+bool reports_bpc(const std::string& name);
+
 // The definitions, one per file.
 const TokenizerDef& char_tokenizer();
+const TokenizerDef& byte_tokenizer();
 const TokenizerDef& word_tokenizer();
 const TokenizerDef& bpe_tokenizer();
 const TokenizerDef& unigram_tokenizer();

@@ -14,7 +14,7 @@ struct EvalReport {
   std::string run;           // run directory
   std::string split;         // valid | test
   std::string encoding;      // model.pos_encoding
-  std::string tokenizer;     // char | word | bpe | unigram
+  std::string tokenizer;     // char | byte | word | bpe | unigram
   int64_t train_length = 0;  // train.tgt_len, marked in tables
   std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;

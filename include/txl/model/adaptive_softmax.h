@@ -69,12 +69,12 @@ struct OutputCluster {
   torch::Tensor proj;    // [C, d_i]; undefined: none (h itself)
 };
 
-// Everything the factorisation reads, gathered for one pass (weights are views, not copies).
+// Everything the factorisation reads, gathered once per pass (the tails' weights are views;
+// the head's rows are joined once here, not in every block of rows).
 struct AdaptiveWeights {
   std::vector<int64_t> bounds;          // as ClusterLayout::bounds
-  std::vector<OutputCluster> clusters;  // n + 1, head first (the head without the cluster rows)
-  torch::Tensor cluster_weight;         // [n, C]: row n - i is tail cluster i's
-  torch::Tensor cluster_bias;           // [n]
+  std::vector<OutputCluster> clusters;  // n + 1, head first: the shortlist's rows, then
+                                        // cluster_weight's (row c_1 + n - i: tail cluster i's)
 };
 
 class AdaptiveSoftmaxImpl : public torch::nn::Module {

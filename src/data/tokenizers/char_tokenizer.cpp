@@ -99,9 +99,10 @@ std::string char_token_problem(const std::string& token, const std::string& sour
 }  // namespace
 
 const TokenizerDef& char_tokenizer() {
-  static const TokenizerDef def{TokenizerKind::kChar, false,       false,
-                                char_build,           char_encode, char_decode,
-                                char_split,           char_count,  char_token_problem};
+  static const TokenizerDef def{
+      TokenizerKind::kChar, false,       false,       true,       true,
+      char_build,           char_encode, char_decode, char_split, char_count,
+      char_token_problem};
   return def;
 }
 

@@ -72,17 +72,24 @@ std::vector<std::string> subword_split(std::string_view /*text*/, const std::str
 
 const TokenizerDef& bpe_tokenizer() {
   static const TokenizerDef def{
-      TokenizerKind::kBpe, true,           true,          subword_build,
-      subword_encode,      subword_decode, subword_split, count_words_and_line_ends,
+      TokenizerKind::kBpe, true,           true,           false,         true,
+      subword_build,       subword_encode, subword_decode, subword_split, count_words_and_line_ends,
       utf8_token_problem};
   return def;
 }
 
 const TokenizerDef& unigram_tokenizer() {
-  static const TokenizerDef def{
-      TokenizerKind::kUnigram, true,           true,          subword_build,
-      subword_encode,          subword_decode, subword_split, count_words_and_line_ends,
-      utf8_token_problem};
+  static const TokenizerDef def{TokenizerKind::kUnigram,
+                                true,
+                                true,
+                                false,
+                                true,
+                                subword_build,
+                                subword_encode,
+                                subword_decode,
+                                subword_split,
+                                count_words_and_line_ends,
+                                utf8_token_problem};
   return def;
 }
 

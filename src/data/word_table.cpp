@@ -1,0 +1,97 @@
+#include "txl/data/word_table.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace txl {
+
+namespace {
+
+// splitmix64's finalizer: every input bit reaches every output bit.
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+size_t slots_for(size_t words) {
+  size_t n = 16;
+  while (n < 2 * words) n *= 2;
+  return n;
+}
+
+}  // namespace
+
+uint64_t hash_word(std::string_view word) {
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ word.size();
+  size_t i = 0;
+  for (; i + 8 <= word.size(); i += 8) {
+    uint64_t v;
+    std::memcpy(&v, word.data() + i, 8);
+    h = mix(h ^ v);
+  }
+  uint64_t rest = 0;
+  std::memcpy(&rest, word.data() + i, word.size() - i);
+  return mix(h ^ rest);
+}
+
+WordTable::WordTable(size_t expected_words) : slots_(slots_for(expected_words)) {
+  spans_.reserve(expected_words);
+}
+
+std::string_view WordTable::word(int32_t index) const {
+  const Span& s = spans_.at(static_cast<size_t>(index));
+  return std::string_view(text_).substr(s.offset, s.length);
+}
+
+size_t WordTable::probe(std::string_view word, uint64_t h) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.index < 0) return i;
+    if (s.hash != h) continue;
+    const Span& span = spans_[static_cast<size_t>(s.index)];
+    if (span.length == word.size() &&
+        std::memcmp(text_.data() + span.offset, word.data(), word.size()) == 0) {
+      return i;
+    }
+  }
+}
+
+int32_t WordTable::find(std::string_view word) const {
+  return slots_[probe(word, hash_word(word))].index;
+}
+
+int32_t WordTable::add(std::string_view word) {
+  const uint64_t h = hash_word(word);
+  size_t i = probe(word, h);
+  if (slots_[i].index >= 0) return slots_[i].index;
+  if (spans_.size() >= static_cast<size_t>(INT32_MAX)) {
+    throw std::length_error("WordTable: more than 2^31 - 1 distinct words");
+  }
+  if (2 * (spans_.size() + 1) > slots_.size()) {
+    grow();
+    i = probe(word, h);
+  }
+  const auto index = static_cast<int32_t>(spans_.size());
+  spans_.push_back({text_.size(), word.size()});
+  text_.append(word);
+  slots_[i] = {h, index};
+  return index;
+}
+
+void WordTable::grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.index < 0) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].index >= 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+}  // namespace txl
