@@ -98,7 +98,8 @@ struct DryRunOptions {
 };
 
 // --dry-run: the config checked and sized, nothing made, written or trained. The vocabulary
-// size comes from --vocab-size, or from the corpus (tokenized, the token cache left as it was).
+// size comes from --vocab-size, or from the corpus (tokenized, and kept in the token cache like
+// any load, so the run that follows reads it from there).
 int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
   if (request.config_path.empty())
     throw InputError("txl train --dry-run needs --config FILE (the configuration to size)");

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +28,7 @@ namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'T', 'X', 'L', 'T', 'O', 'K', 'S', '\n'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8 + 8;
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 
 // What shapes a vocabulary besides the training text.
 uint64_t settings_hash(const DataConfig& c) {
@@ -62,6 +66,24 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   const unsigned char* data() const { return data_; }
   size_t size() const { return data_ != nullptr ? size_ : 0; }
+  // Copies bytes [offset, offset + n) to `out` block by block, telling the kernel after each
+  // block that its pages are no longer needed (they leave this process's resident memory).
+  void copy_out(size_t offset, void* out, size_t n) const {
+    constexpr size_t kBlock = size_t{8} << 20;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    auto* to = static_cast<unsigned char*>(out);
+    size_t dropped = 0;
+    for (size_t done = 0; done < n;) {
+      const size_t len = std::min(kBlock, n - done);
+      std::memcpy(to + done, data_ + offset + done, len);
+      done += len;
+      const size_t end = (offset + done) / page * page;  // whole pages copied so far
+      if (end > dropped) {
+        ::madvise(const_cast<unsigned char*>(data_) + dropped, end - dropped, MADV_DONTNEED);
+        dropped = end;
+      }
+    }
+  }
 
  private:
   const unsigned char* data_ = nullptr;
@@ -109,11 +131,21 @@ std::optional<TokenizedSplit> read_cached_ids(const std::string& cache_dir, cons
     return damaged("truncated or padded (its size does not match its token count)");
   }
   const unsigned char* ids_bytes = p + kHeaderBytes;
+  TokenizedSplit split;
+  split.unknown = static_cast<int64_t>(read_u64_le(p + 40));
+  if constexpr (kLittleEndian) {
+    // Copied, then checked where they lie; the file's pages are dropped as they are copied,
+    // so the ids are in memory about once, not twice.
+    split.ids.resize(count);
+    file.copy_out(kHeaderBytes, split.ids.data(), count * 4);
+    if (xxh64(split.ids.data(), count * 4) != read_u64_le(p + 48)) {
+      return damaged("damaged (its ids do not match their checksum)");
+    }
+    return split;
+  }
   if (xxh64(ids_bytes, count * 4) != read_u64_le(p + 48)) {
     return damaged("damaged (its ids do not match their checksum)");
   }
-  TokenizedSplit split;
-  split.unknown = static_cast<int64_t>(read_u64_le(p + 40));
   split.ids.resize(count);
   for (uint64_t i = 0; i < count; ++i) {
     split.ids[i] = static_cast<int32_t>(read_u32_le(ids_bytes + 4 * i));
@@ -123,29 +155,44 @@ std::optional<TokenizedSplit> read_cached_ids(const std::string& cache_dir, cons
 
 namespace {
 
-// An ids file's bytes (the layout above kMagic).
-std::string encode_cached_ids(const SplitKey& key, const TokenizedSplit& split) {
-  const std::vector<int32_t>& ids = split.ids;
-  std::string payload;
-  payload.reserve(ids.size() * 4);
-  for (const int32_t id : ids) put_u32_le(payload, static_cast<uint32_t>(id));
+// An ids file's header (the layout above kMagic); `ids_xxh64` is the XXH64 of the ids as
+// little-endian bytes.
+std::string ids_header(const SplitKey& key, const TokenizedSplit& split, uint64_t ids_xxh64) {
   std::string out(kMagic, sizeof kMagic);
   put_u32_le(out, kVersion);
   put_u32_le(out, 0);
   put_u64_le(out, key.text_xxh64);
   put_u64_le(out, key.vocab_checksum);
-  put_u64_le(out, ids.size());
+  put_u64_le(out, split.ids.size());
   put_u64_le(out, static_cast<uint64_t>(split.unknown));
-  put_u64_le(out, xxh64(payload.data(), payload.size()));
-  out += payload;
+  put_u64_le(out, ids_xxh64);
   return out;
 }
 
-// Writes one entry's file, making its folder; "" or why it could not.
-std::string write_entry(const std::string& path, const std::string& bytes) {
+// Writes an ids file at `path` (through a temporary file and a rename). On a little-endian
+// machine the ids are written and hashed where they lie: a 100-million-token split is 400 MB,
+// and a copy of it was the largest part of a first tokenizing's peak memory.
+void write_ids_file(const std::string& path, const SplitKey& key, const TokenizedSplit& split) {
+  const std::vector<int32_t>& ids = split.ids;
+  if constexpr (kLittleEndian) {
+    const std::string_view payload(reinterpret_cast<const char*>(ids.data()), ids.size() * 4);
+    const std::string header = ids_header(key, split, xxh64(payload.data(), payload.size()));
+    write_file_atomic(path, std::vector<std::string_view>{header, payload});
+  } else {
+    std::string payload;
+    payload.reserve(ids.size() * 4);
+    for (const int32_t id : ids) put_u32_le(payload, static_cast<uint32_t>(id));
+    write_file_atomic(path,
+                      ids_header(key, split, xxh64(payload.data(), payload.size())) + payload);
+  }
+}
+
+// Writes an ids entry's file at `path`, making its folder; "" or why it could not.
+std::string write_ids_entry(const std::string& path, const SplitKey& key,
+                            const TokenizedSplit& split) {
   try {
     fs::create_directories(fs::path(path).parent_path());
-    write_file_atomic(path, bytes);
+    write_ids_file(path, key, split);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -156,13 +203,32 @@ std::string write_entry(const std::string& path, const std::string& bytes) {
 
 std::string write_cached_ids(const std::string& cache_dir, const SplitKey& key,
                              const TokenizedSplit& split) {
-  return write_entry(cached_ids_path(cache_dir, key), encode_cached_ids(key, split));
+  return write_ids_entry(cached_ids_path(cache_dir, key), key, split);
+}
+
+TokenCacheWrites::~TokenCacheWrites() {
+  for (const auto& path : pending_) ::unlink(path.c_str());  // gone already once committed
+  for (const auto& dir : made_dirs_) ::rmdir(dir.c_str());   // kept where an entry is in it
 }
 
 void TokenCacheWrites::add_ids(const std::string& cache_dir, const SplitKey& key,
                                const TokenizedSplit& split) {
-  writes_.push_back([path = cached_ids_path(cache_dir, key),
-                     bytes = encode_cached_ids(key, split)] { return write_entry(path, bytes); });
+  const std::string path = cached_ids_path(cache_dir, key);
+  for (fs::path dir = fs::path(path).parent_path(); !dir.empty() && !fs::exists(dir);
+       dir = dir.parent_path()) {
+    made_dirs_.push_back(dir.string());  // deepest first
+  }
+  const std::string pending =
+      path + ".pending." + std::to_string(::getpid()) + "." + std::to_string(pending_.size());
+  if (std::string failed = write_ids_entry(pending, key, split); !failed.empty()) {
+    writes_.push_back([failed] { return failed; });
+    return;
+  }
+  pending_.push_back(pending);
+  writes_.push_back([pending, path]() -> std::string {
+    if (std::rename(pending.c_str(), path.c_str()) == 0) return "";
+    return "cannot move " + pending + " to " + path + ": " + std::strerror(errno);
+  });
 }
 
 void TokenCacheWrites::add_vocab(const std::string& cache_dir, uint64_t train_xxh64,

@@ -117,6 +117,10 @@ std::string read_regular_file(const std::string& path, const std::string& expect
 }
 
 void write_file_atomic(const std::string& given, const std::string& content) {
+  write_file_atomic(given, std::vector<std::string_view>{content});
+}
+
+void write_file_atomic(const std::string& given, const std::vector<std::string_view>& pieces) {
   // Through a link to its target; only a regular file (or nothing) may be replaced.
   const std::string path = link_target(given);
   const FileKind kind = file_kind(path);
@@ -127,17 +131,19 @@ void write_file_atomic(const std::string& given, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + errno_text());
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = errno_text();
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp + ": " + why);
+  for (const std::string_view content : pieces) {
+    size_t written = 0;
+    while (written < content.size()) {
+      const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const std::string why = errno_text();
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("cannot write " + tmp + ": " + why);
+      }
+      written += static_cast<size_t>(n);
     }
-    written += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const std::string why = errno_text();

@@ -51,12 +51,20 @@ std::optional<Vocab> read_cached_vocab(const std::string& cache_dir, uint64_t tr
 std::string write_cached_vocab(const std::string& cache_dir, uint64_t train_xxh64,
                                const DataConfig& config, const Vocab& vocab);
 
-// Cache entries a command made while loading, held in memory (as the bytes to write) until
-// it commits them: a command that refuses its input after loading (a segment longer than a
-// training stream, a model or an evaluation too big for memory) then leaves the cache as it
-// was. Dropped without commit(), nothing is written.
+// Cache entries a command made while loading, held back until it commits them: a command
+// that refuses its input after loading (a segment longer than a training stream, a model or
+// an evaluation too big for memory) then leaves the cache as it was. Ids are written at once
+// to a pending file beside their entry (holding 400 MB of bytes in memory until the commit
+// was the largest part of a first tokenizing's peak); commit() renames it into place, and
+// without commit() the destructor removes it. A process killed in between leaves a
+// "*.pending.PID" file in the cache, which nothing reads.
 class TokenCacheWrites {
  public:
+  TokenCacheWrites() = default;
+  TokenCacheWrites(const TokenCacheWrites&) = delete;
+  TokenCacheWrites& operator=(const TokenCacheWrites&) = delete;
+  ~TokenCacheWrites();
+
   void add_ids(const std::string& cache_dir, const SplitKey& key, const TokenizedSplit& split);
   void add_vocab(const std::string& cache_dir, uint64_t train_xxh64, const DataConfig& config,
                  const Vocab& vocab);
@@ -65,6 +73,8 @@ class TokenCacheWrites {
 
  private:
   std::vector<std::function<std::string()>> writes_;  // each returns "" or why it failed
+  std::vector<std::string> pending_;                  // files to remove if never committed
+  std::vector<std::string> made_dirs_;                // folders made for them, deepest first
 };
 
 }  // namespace txl

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace txl {
 
@@ -50,6 +52,9 @@ void check_not_special(const std::string& path, const std::string& expected);
 // socket, a device) is refused with InputError before anything is written; other failures
 // throw std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& content);
+// The same for content in pieces, written one after the other without joining them (a
+// large payload need not be copied behind its header).
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces);
 
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);

@@ -26,7 +26,7 @@ struct WordCounts {
   WordTable words;
   std::vector<int64_t> counts;  // by word index
 
-  void add(std::string_view word, int64_t n) {
+  void add(const WordTable::Key& word, int64_t n) {
     const auto i = static_cast<size_t>(words.add(word));
     if (i == counts.size()) counts.push_back(0);
     counts[i] += n;
@@ -35,10 +35,12 @@ struct WordCounts {
 
 WordCounts count_words(std::string_view text) {
   WordCounts c;
+  Lookahead ahead(c.words, [&](const WordTable::Key& key) { c.add(key, 1); });
   for_each_word(text, kEos, [&](std::string_view word) {
     // A literal <unk> (PTB has them) or <eos> in the text is the special, not a new word.
-    if (word != kUnk && word != kEos) c.add(word, 1);
+    if (word != kUnk && word != kEos) ahead.push(word);
   });
+  ahead.flush();
   return c;
 }
 
@@ -57,7 +59,7 @@ WordCounts count_words_parallel(std::string_view text) {
   WordCounts all = std::move(counted[0]);
   for (size_t p = 1; p < counted.size(); ++p) {
     for (size_t i = 0; i < counted[p].counts.size(); ++i) {
-      all.add(counted[p].words.word(static_cast<int32_t>(i)), counted[p].counts[i]);
+      all.add(WordTable::key(counted[p].words.word(static_cast<int32_t>(i))), counted[p].counts[i]);
     }
   }
   return all;
@@ -111,15 +113,13 @@ std::vector<int32_t> word_encode(std::string_view text, const Vocab& vocab,
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 4);
   int64_t unknown = 0;
-  for_each_word(text, kEos, [&](std::string_view word) {
-    const int32_t id = table->find(word);
-    if (id >= 0) {
-      ids.push_back(id);
-    } else {
-      ids.push_back(unk);
-      ++unknown;
-    }
+  Lookahead ahead(*table, [&](const WordTable::Key& key) {
+    const int32_t id = table->find(key);
+    ids.push_back(id >= 0 ? id : unk);
+    unknown += id < 0;
   });
+  for_each_word(text, kEos, [&](std::string_view word) { ahead.push(word); });
+  ahead.flush();
   if (stats != nullptr) {
     stats->tokens = static_cast<int64_t>(ids.size());
     stats->unknown = unknown;
