@@ -95,21 +95,31 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
                D = static_cast<double>(m.d_head), F = static_cast<double>(m.d_inner);
   const double per_layer = B * (H * Q * K + H * (Q + 2 * K) * D + Q * F + 3 * Q * C + M * C);
   const double element_bytes = t.precision == Precision::kBf16 ? kBf16Bytes : kFp32Bytes;
-  e.activation_bytes = static_cast<double>(m.n_layer) * per_layer * element_bytes +
-                       output_logit_floats(m, vocab_size, B * Q) * kFp32Bytes;
+  const double logit_bytes = output_logit_floats(m, vocab_size, B * Q) * kFp32Bytes;
+  e.activation_bytes = static_cast<double>(m.n_layer) * per_layer * element_bytes + logit_bytes;
+  e.vocabulary_bytes = 4 * input_output_parameters(m, vocab_size) * kFp32Bytes + logit_bytes;
+  e.vocab_size = vocab_size;
+  e.adaptive = m.adaptive.has_value();
   return e;
 }
 
 void check_training_memory(const MemoryEstimate& e, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
   constexpr double kGB = 1e9;
+  // The output layer over a large vocabulary is what adaptive softmax makes small.
+  const bool vocabulary_dominates = !e.adaptive && e.vocabulary_bytes > 0.5 * e.total_bytes();
   throw InputError(fmt::format(
       "this configuration needs at least {:.1f} GB to train ({:.3g} parameters: {:.1f} GB of "
-      "weights, {:.1f} GB of gradients, {:.1f} GB of AdamW state, {:.1f} GB of activations) but "
-      "only {:.1f} GB of memory is available; make the model smaller (model.n_layer, "
-      "model.d_model, model.d_inner) or reduce train.batch_size, train.tgt_len or train.mem_len",
+      "weights, {:.1f} GB of gradients, {:.1f} GB of AdamW state, {:.1f} GB of activations; "
+      "{:.1f} GB of it grows with the vocabulary of {} tokens) but only {:.1f} GB of memory is "
+      "available; {}make the model smaller (model.n_layer, model.d_model, model.d_inner) or "
+      "reduce train.batch_size, train.tgt_len or train.mem_len",
       e.total_bytes() / kGB, e.parameters, e.weight_bytes / kGB, e.gradient_bytes / kGB,
-      e.optimizer_bytes / kGB, e.activation_bytes / kGB, available_bytes / kGB));
+      e.optimizer_bytes / kGB, e.activation_bytes / kGB, e.vocabulary_bytes / kGB, e.vocab_size,
+      available_bytes / kGB,
+      vocabulary_dominates ? "use adaptive softmax (model.adaptive: README, Adaptive input and "
+                             "softmax), a smaller vocabulary (data.max_vocab), or "
+                           : ""));
 }
 
 }  // namespace txl

@@ -146,5 +146,35 @@ TEST(MemoryEstimate, AMistypedLayerCountIsRefusedNamingBothSizesInGB) {
   EXPECT_NO_THROW(check_training_memory(e, 0));
 }
 
+// WikiText-103's vocabulary under the paper's base shape with a full softmax: the output layer
+// is most of the estimate, so the refusal names its share and suggests adaptive softmax; a run
+// that has model.adaptive is not told to use it. (The refusal the issue reported
+// named layers, width, batch and lengths, never the vocabulary.)
+std::string refusal(const MemoryEstimate& e, double available_bytes) {
+  try {
+    check_training_memory(e, available_bytes);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected InputError";
+  return "";
+}
+
+TEST(MemoryEstimate, ARefusalNamesTheVocabularysShareAndAdaptiveSoftmaxWhereItDominates) {
+  Config c = shipped_config("paper/wt103-base.json");
+  c.model.adaptive.reset();
+  const auto full = estimate_training_memory(c, 267735, c.train.tgt_len);
+  EXPECT_GT(full.vocabulary_bytes, 0.5 * full.total_bytes());
+  const std::string message = refusal(full, 1 * kGB);
+  EXPECT_NE(message.find("grows with the vocabulary of 267735 tokens"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("use adaptive softmax (model.adaptive"), std::string::npos) << message;
+
+  const Config paper = shipped_config("paper/wt103-base.json");
+  const auto adaptive = estimate_training_memory(paper, 267735, paper.train.tgt_len);
+  const std::string small = refusal(adaptive, 1 * kGB);
+  EXPECT_EQ(small.find("adaptive softmax"), std::string::npos) << small;
+}
+
 }  // namespace
 }  // namespace txl

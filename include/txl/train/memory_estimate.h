@@ -16,6 +16,12 @@ struct MemoryEstimate {
   double gradient_bytes = 0;    // one fp32 gradient per weight
   double optimizer_bytes = 0;   // AdamW's two fp32 moments per weight
   double activation_bytes = 0;  // what one training step keeps for backward (a lower bound)
+  // Of the total, what grows with the vocabulary: the embedding and output layer (weights,
+  // gradients, AdamW state) and the output's logits. Named in a refusal, with adaptive
+  // softmax among the hints when it is most of the total and the run has none.
+  double vocabulary_bytes = 0;
+  int64_t vocab_size = 0;
+  bool adaptive = false;
   double total_bytes() const;
 };
 
