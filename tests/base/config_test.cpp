@@ -267,7 +267,7 @@ TEST(ConfigEnums, ParseErrorListsValidNames) {
   EXPECT_EQ(message, "model.pos_encoding: \"relatve\" is not valid; expected one of " +
                          join(encoding_names()));
   expect_contains(input_error_of([] { parse_tokenizer_kind("wordpiece", "data.tokenizer"); }),
-                  "char, word, bpe, unigram");
+                  "char, byte, word, bpe, unigram");
   expect_contains(input_error_of([] { parse_precision("fp16", "train.precision"); }), "fp32, bf16");
 }
 
@@ -384,7 +384,7 @@ const std::vector<BadCase>& bad_cases() {
         {"eval.lengths[0]", "64.5"});
     // Enumerations.
     add("bad_tokenizer", with("data", R"({"dir":"x","tokenizer":"wordpiece"})"),
-        {"data.tokenizer: \"wordpiece\" is not valid; expected one of char, word, bpe, unigram"});
+        {"data.tokenizer: \"wordpiece\" is not valid; expected one of char, byte, word, bpe, unigram"});
     // data.vocab_size belongs to the subword tokenizers, and they need it.
     add("bpe_without_vocab_size", with("data", R"({"dir":"x","tokenizer":"bpe"})"),
         {"data.vocab_size is not set; the bpe tokenizer needs it"});
