@@ -384,7 +384,8 @@ const std::vector<BadCase>& bad_cases() {
         {"eval.lengths[0]", "64.5"});
     // Enumerations.
     add("bad_tokenizer", with("data", R"({"dir":"x","tokenizer":"wordpiece"})"),
-        {"data.tokenizer: \"wordpiece\" is not valid; expected one of char, byte, word, bpe, unigram"});
+        {"data.tokenizer: \"wordpiece\" is not valid; expected one of char, byte, word, bpe, "
+         "unigram"});
     // data.vocab_size belongs to the subword tokenizers, and they need it.
     add("bpe_without_vocab_size", with("data", R"({"dir":"x","tokenizer":"bpe"})"),
         {"data.vocab_size is not set; the bpe tokenizer needs it"});
