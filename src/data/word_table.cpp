@@ -4,18 +4,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "txl/util/hash.h"
+
 namespace txl {
 
 namespace {
-
-// splitmix64's finalizer: every input bit reaches every output bit.
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 size_t slots_for(size_t words) {
   size_t n = 16;
@@ -25,18 +18,7 @@ size_t slots_for(size_t words) {
 
 }  // namespace
 
-uint64_t hash_word(std::string_view word) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ word.size();
-  size_t i = 0;
-  for (; i + 8 <= word.size(); i += 8) {
-    uint64_t v;
-    std::memcpy(&v, word.data() + i, 8);
-    h = mix(h ^ v);
-  }
-  uint64_t rest = 0;
-  std::memcpy(&rest, word.data() + i, word.size() - i);
-  return mix(h ^ rest);
-}
+uint64_t hash_word(std::string_view word) { return xxh64(word.data(), word.size()); }
 
 WordTable::WordTable(size_t expected_words) : slots_(slots_for(expected_words)) {
   spans_.reserve(expected_words);

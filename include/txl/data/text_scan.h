@@ -127,4 +127,18 @@ std::vector<Key> rank_by_count(const std::unordered_map<Key, TokenCount>& counts
   return keys;
 }
 
+// The same rule for counts kept densely by index, where the index is the order of first
+// occurrence (data/word_table.h): indices with counts[i] >= min_freq, by descending count,
+// ties by index.
+inline std::vector<int32_t> rank_by_count(const std::vector<int64_t>& counts, int64_t min_freq) {
+  std::vector<int32_t> ranked;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] >= min_freq) ranked.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [&](int32_t a, int32_t b) {
+    return counts[static_cast<size_t>(a)] > counts[static_cast<size_t>(b)];
+  });
+  return ranked;
+}
+
 }  // namespace txl

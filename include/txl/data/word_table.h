@@ -14,7 +14,7 @@
 
 namespace txl {
 
-// The hash WordTable uses (8 bytes at a time through a 64-bit finalizer).
+// The hash WordTable uses: the project's XXH64 (util/hash.h).
 uint64_t hash_word(std::string_view word);
 
 class WordTable {

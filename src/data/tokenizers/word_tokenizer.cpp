@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <thread>
 
 #include "txl/data/text_scan.h"
@@ -69,15 +68,7 @@ Vocab word_build(std::string_view train_text, const DataConfig& config, const st
   check_utf8(train_text, source);
   std::vector<std::string> tokens = {kUnkToken, kEosToken};
   const WordCounts c = count_words_parallel(train_text);
-  // By descending count, ties by first occurrence (the index): deterministic ids.
-  const int64_t min_freq = std::max<int64_t>(config.min_freq, 1);
-  std::vector<int32_t> ranked;
-  for (size_t i = 0; i < c.counts.size(); ++i) {
-    if (c.counts[i] >= min_freq) ranked.push_back(static_cast<int32_t>(i));
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [&](int32_t a, int32_t b) {
-    return c.counts[static_cast<size_t>(a)] > c.counts[static_cast<size_t>(b)];
-  });
+  std::vector<int32_t> ranked = rank_by_count(c.counts, std::max<int64_t>(config.min_freq, 1));
   if (config.max_vocab > 0) {
     const auto room = static_cast<size_t>(
         std::max<int64_t>(config.max_vocab - static_cast<int64_t>(tokens.size()), 0));
