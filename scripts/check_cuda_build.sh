@@ -43,8 +43,8 @@
 # What it does not check: anything at run time on CUDA. Without libcudnn.so.9 the dynamic
 # loader refuses to start the LibTorch binaries, so neither `txl info` nor any test runs
 # there (the script says so); and there is no GPU in any case. gpu_check.sh covers run time.
-# gtest_discover_tests is switched to PRE_TEST, since its default (POST_BUILD) runs the test
-# binaries as part of the build.
+# The test binaries are not run by the build: CTest lists their suites when it starts
+# (cmake/test_suites.cmake).
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
 source "$repo/scripts/lib.sh"
@@ -260,8 +260,7 @@ fi
 
 # --- Phase 4: configure and build --------------------------------------------------------
 configure_log="$root$logs/configure.log"
-if ! in_root cmake -S /src -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST "${link_flags[@]}" \
+if ! in_root cmake -S /src -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${link_flags[@]}" \
     >"$configure_log" 2>&1; then
   cat "$configure_log" >&2
   echo "error: CMake configuration failed in the root (log: $configure_log)" >&2

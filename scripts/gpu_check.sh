@@ -152,7 +152,7 @@ run_check() {
   fi
   step info "$build"/txl info --no-bench
   if [[ -x "$build"/txl_core_tests ]]; then
-    # One process per test (ctest): a test that crashes hides none of the others.
+    # One process per GoogleTest suite (ctest): a suite that crashes hides none of the others.
     step device-tests ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure \
       -R 'DeviceNames|ResolveDevice|DeviceConfig|DeviceCli|OnCuda'
     # The first GPU run saw tests crash the test process (SIGSEGV) on that box alone

@@ -24,5 +24,12 @@ done <<<"$start_env"
 start=$SECONDS
 status=0
 ctest --test-dir build --output-on-failure --no-tests=error -j2 "$@" || status=$?
+# Each ctest test is a GoogleTest suite (cmake/test_suites.cmake), so a test skipped inside a
+# suite that ran shows only in its output: name them here (why: Testing/Temporary/LastTest.log).
+skipped="$(sed -n 's/^\[  SKIPPED \] \([^ ]*\) ([0-9]* ms)$/\1/p' build/Testing/Temporary/LastTest.log 2>/dev/null | sort -u)"
+if [[ -n "$skipped" ]]; then
+  echo "[test] $(wc -l <<<"$skipped") tests skipped (a CPU feature, a GPU or root missing; the reason is in build/Testing/Temporary/LastTest.log):"
+  while IFS= read -r name; do echo "[test]   $name"; done <<<"$skipped"
+fi
 echo "[test] ctest $(( SECONDS - start )) s, exit status $status"
 exit "$status"

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "txl/cli/commands.h"
+#include "txl/cli/options.h"
 #include "txl/platform/crash_report.h"
 #include "txl/platform/runtime.h"
 #include "txl/platform/torch_error.h"
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   txl::setup_encodings(app, exit_code);
   txl::setup_study(app, exit_code);
   txl::setup_protocols(app, exit_code);
+  txl::refuse_out_of_range_integers(app);
   try {
     for (const auto& name : txl::check_env_variables()) {
       fmt::print(stderr,

@@ -41,8 +41,7 @@ bool looks_like_an_option(const std::string& value) {
   });
 }
 
-// A whole number (digits, an optional sign) outside int64: CLI11 would clamp it to the
-// range's end and txl would run with a number nobody typed.
+// A whole number (digits, an optional sign) outside int64.
 bool overflows_int64(const std::string& value) {
   size_t digits = value.size();
   if (!value.empty() && (value[0] == '-' || value[0] == '+')) --digits;
@@ -68,17 +67,30 @@ void refuse_empty_values(const CLI::App& cmd, const std::vector<std::string>& ma
                          "give " + name + " a value (a file whose name starts with -- can be " +
                          "written ./" + value + ")");
       }
-      if (overflows_int64(value)) {
-        throw InputError(name + " " + value + " is out of range; whole numbers run from " +
-                         std::to_string(std::numeric_limits<int64_t>::min()) + " to " +
-                         std::to_string(std::numeric_limits<int64_t>::max()));
-      }
       if (!value.empty()) continue;
       throw InputError(name + " is given an empty value; give it one" +
                        (option->get_positional() ? std::string()
                                                  : ", or leave " + name + " out for its default"));
     }
   }
+}
+
+void refuse_out_of_range_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name() != "INT") continue;  // CLI11's name for every signed integer
+    const std::string name = option->get_name();
+    option->check(CLI::Validator(
+        [name](std::string& value) {
+          if (overflows_int64(value)) {
+            throw InputError(name + " " + value + " is out of range; whole numbers run from " +
+                             std::to_string(std::numeric_limits<int64_t>::min()) + " to " +
+                             std::to_string(std::numeric_limits<int64_t>::max()));
+          }
+          return std::string();
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuse_out_of_range_integers(*sub);
 }
 
 void check_threads(int64_t threads, const std::string& option) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "txl/config/config_keys.h"
 #include "txl/util/error.h"
 #include "txl/util/json.h"
 #include "txl/util/text.h"
@@ -15,9 +16,11 @@ namespace {
 
 using nlohmann::json;
 
+// An integer as every config key reads one (an unsigned past int64 refused, never wrapped).
 int64_t read_integer(const json& v, const std::string& path) {
-  if (!v.is_number_integer()) throw InputError(path + " must be an integer, got " + shown(v));
-  return v.get<int64_t>();
+  int64_t out = 0;
+  config_keys::read_value(v, path, out);
+  return out;
 }
 
 std::vector<int64_t> read_cutoffs(const json& v, const std::string& path) {

@@ -134,6 +134,8 @@ ProbeRequest parse_probe_request(const std::string& names, const std::vector<std
                        "\"; its options: " + join(option_keys(p)));
     }
     const std::string name = "--probe-set " + probe + "." + key;
+    if (r.settings[probe].count(key))  // as a repeated --lengths or config key is
+      throw InputError(name + " is given twice; give each probe option once");
     auto values = parse_number_list(set.substr(eq + 1), name);
     check_option_values(*spec, values, name);
     r.settings[probe][key] = std::move(values);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "txl/config/config_keys.h"
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/protocol.h"
@@ -28,8 +29,9 @@ void check_keys(const json& j, const std::vector<std::string>& allowed, const st
 }
 
 int64_t read_int(const json& j, const std::string& where) {
-  if (!j.is_number_integer()) throw InputError(where + " must be an integer, got " + j.dump());
-  return j.get<int64_t>();
+  int64_t out = 0;
+  config_keys::read_value(j, where, out);  // an unsigned past int64 refused, never wrapped
+  return out;
 }
 
 std::string read_string(const json& j, const std::string& where) {

@@ -366,6 +366,9 @@ const std::vector<BadCase>& bad_cases() {
         {"train.batch_size must be an integer, got true"});
     add("int_too_large", with("train", R"({"seed":10000000000000000000})"),
         {"train.seed", "10000000000000000000"});
+    add("adaptive_int_too_large",
+        with("model", R"({"adaptive":{"cutoffs":[10,18446744073709551615]}})"),
+        {"model.adaptive.cutoffs[1] must be an integer that fits in 64 bits"});
     add("double_as_string", with("model", R"({"dropout":"0.1"})"),
         {"model.dropout must be a number, got \"0.1\""});
     add("double_as_bool", with("train", R"({"lr":false})"), {"train.lr must be a number"});

@@ -30,7 +30,7 @@ json with_model(const json& model) {
   return {{"data", {{"dir", "d"}}}, {"model", model}, {"train", {{"mem_len", 0}}}};
 }
 
-TEST(EncodingTraits, NamesAndOptionKeysAreUniqueAndDefaultsInRange) {
+TEST(EncodingTraitsTable, NamesAndOptionKeysAreUniqueAndDefaultsInRange) {
   std::set<std::string> names, keys;
   for (const auto& t : encoding_registry()) {
     EXPECT_TRUE(names.insert(t.name).second) << t.name;
@@ -105,7 +105,7 @@ TEST(EncodingOptions, SetOverridesReachOptions) {
   }
 }
 
-TEST(EncodingTraits, MemoryRuleComesFromTheTraits) {
+TEST(EncodingTraitsTable, MemoryRuleComesFromTheTraits) {
   for (const auto& t : encoding_registry()) {
     json j = {{"data", {{"dir", "d"}}},
               {"model", {{"pos_encoding", t.name}}},

@@ -145,6 +145,10 @@ TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
       {{"--probe-set", "copy.count=2"}, "--probes"},
       {{"--probes", "copy", "--probe-seed", "-1"}, "--probe-seed"},
       {{"--probes", "copy", "--probe-set", "copy.distances=8,8"}, "copy.distances lists 8 twice"},
+      {{"--probes", "copy", "--probe-set", "copy.count=5", "--probe-set", "copy.count=6"},
+       "--probe-set copy.count is given twice"},
+      {{"--probes", "copy", "--probe-seed", "99999999999999999999"},
+       "--probe-seed 99999999999999999999 is out of range"},
   };
   const auto before = testing::read_text(t.rel + "/config.json");
   for (const auto& [extra, needle] : cases) {
