@@ -260,7 +260,8 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   result.aid_factor = request.aid_factor;
   result.length = request.length;
   protocol.fill_result(request, n_targets, result);
-  Scorer scorer(result, request.length, request.position_buckets);
+  // No window is longer than the split (a --lengths past it scores one window of it all).
+  Scorer scorer(result, std::min(request.length, n_targets), request.position_buckets);
 
   EvalModeGuard guard(model, request.precision);
   run_plan(model, stream, protocol.plan(request, n_targets), request, scorer, progress);

@@ -230,5 +230,22 @@ TEST(ShortSplit, ALengthPastTheSplitIsLabelledInTableAndJson) {
   EXPECT_EQ(table.find("! length 16"), std::string::npos) << table;
 }
 
+// Issue 44: a length as long as int64 allows is a length past the split (one window of it
+// all), not a request for a table of 9.2e18 position buckets.
+TEST(ShortSplit, TheLongestLengthScoresAsAnyLengthPastTheSplitDoes) {
+  const auto ids = random_ids(kTokens);
+  auto model = make_model();
+  for (const auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding, EvalMethod::kMemory}) {
+    auto past = request(method, 100), longest = request(method, INT64_MAX);
+    past.position_buckets = longest.position_buckets = 8;
+    const auto a = evaluate(model, ids, past), b = evaluate(model, ids, longest);
+    EXPECT_EQ(b.length, INT64_MAX);
+    EXPECT_EQ(b.tokens, a.tokens);
+    EXPECT_NEAR(b.nll, a.nll, 1e-9 * std::abs(a.nll));
+    ASSERT_FALSE(b.position_start.empty());
+    EXPECT_LT(b.position_start.back(), kTokens);
+  }
+}
+
 }  // namespace
 }  // namespace txl
