@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,12 +11,49 @@
 #include "txl/eval/protocol.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
+#include "txl/util/json.h"
 
 namespace txl {
 
 namespace {
 
-constexpr int kCacheVersion = 2;  // 2: learned_absolute interpolation over the trained rows
+// 2: learned_absolute interpolation over the trained rows; 3: entries carry a digest.
+constexpr int kCacheVersion = 3;
+
+// What a result's own numbers must satisfy: finite, non-negative NLLs (a token's NLL is
+// -log p with p <= 1) whose windows add up to the total, tokens counted the same way by the
+// windows and the position buckets. Empty when they do; else what does not hold.
+std::string inconsistency(const EvalResult& r) {
+  if (r.window_nll.size() != r.window_tokens.size() || r.window_nll.empty())
+    return "window_nll and window_tokens differ in length or are empty";
+  if (!std::isfinite(r.nll) || r.nll < 0) return "nll_sum is not a finite NLL >= 0";
+  double nll = 0;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < r.window_nll.size(); ++i) {
+    if (!std::isfinite(r.window_nll[i]) || r.window_nll[i] < 0 || r.window_tokens[i] < 1)
+      return fmt::format("window {} has NLL {} over {} tokens", i, r.window_nll[i],
+                         r.window_tokens[i]);
+    nll += r.window_nll[i];
+    tokens += r.window_tokens[i];
+  }
+  if (tokens != r.tokens) return fmt::format("windows hold {} tokens, not {}", tokens, r.tokens);
+  if (std::abs(nll - r.nll) > 1e-9 * std::max(1.0, r.nll))
+    return fmt::format("windows add up to NLL {}, not nll_sum {}", nll, r.nll);
+  if (r.position_nll.size() != r.position_start.size() ||
+      r.position_nll.size() != r.position_count.size())
+    return "position_nll, position_start and position_count differ in length";
+  if (!r.position_nll.empty()) {
+    double by_position = 0;
+    int64_t counted = 0;
+    for (size_t b = 0; b < r.position_nll.size(); ++b) {
+      by_position += r.position_nll[b] * static_cast<double>(r.position_count[b]);
+      counted += r.position_count[b];
+    }
+    if (counted != r.tokens || !(std::abs(by_position - r.nll) <= 1e-6 * std::max(1.0, r.nll)))
+      return "the position buckets do not add up to the windows";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -118,25 +157,33 @@ EvalResult result_from_json(const nlohmann::json& j) {
   r.position_nll = j.at("position_nll").get<std::vector<double>>();
   r.position_start = j.at("position_start").get<std::vector<int64_t>>();
   r.position_count = j.at("position_count").get<std::vector<int64_t>>();
-  int64_t tokens = 0;
-  for (const auto t : r.window_tokens) tokens += t;
-  if (r.window_nll.size() != r.window_tokens.size() || tokens != r.tokens ||
-      r.position_nll.size() != r.position_start.size() ||
-      r.position_nll.size() != r.position_count.size()) {
-    throw std::runtime_error("inconsistent cached evaluation result");
-  }
+  const std::string problem = inconsistency(r);
+  if (!problem.empty()) throw std::runtime_error("inconsistent evaluation result: " + problem);
   return r;
 }
 
-std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohmann::json& key) {
+std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohmann::json& key,
+                                          std::string* damage) {
   if (!is_regular_file(path)) return std::nullopt;
+  const auto damaged = [&](const std::string& why) -> std::optional<EvalResult> {
+    if (damage) *damage = why;
+    return std::nullopt;
+  };
+  nlohmann::json j;
   try {
     std::ifstream in(path);
-    const auto j = nlohmann::json::parse(in);
-    if (j.at("key") != key) return std::nullopt;
-    return result_from_json(j.at("result"));
+    j = nlohmann::json::parse(in);
   } catch (const std::exception&) {
-    return std::nullopt;  // a damaged cache file is simply recomputed and overwritten
+    return damaged("not valid JSON (truncated or damaged)");
+  }
+  if (!j.is_object() || !j.contains("key") || !j.contains("result"))
+    return damaged("not an evaluation cache entry");
+  if (j.at("key") != key) return std::nullopt;  // another checkpoint or split: not damage
+  if (!digest_matches(j)) return damaged("its digest does not match its content (edited?)");
+  try {
+    return result_from_json(j.at("result"));
+  } catch (const std::exception& e) {
+    return damaged(e.what());
   }
 }
 
@@ -148,8 +195,8 @@ std::string write_eval_cache(const std::string& path, const nlohmann::json& key,
     if (ec)
       return "cannot create " + std::filesystem::path(path).parent_path().string() + ": " +
              ec.message();
-    write_file_atomic(
-        path, nlohmann::json{{"key", key}, {"result", result_to_json(result)}}.dump() + "\n");
+    const nlohmann::json entry = {{"key", key}, {"result", result_to_json(result)}};
+    write_file_atomic(path, with_digest(entry).dump() + "\n");
     return "";
   } catch (const std::exception& e) {
     return e.what();
@@ -172,10 +219,13 @@ EvalResult CachedEvaluator::evaluate(const EvalRequest& request, bool* was_cache
   if (was_cached) *was_cached = false;
   const auto key = eval_cache_key(subject_, run_.config.model, request);
   const auto path = eval_cache_path(run_.paths.dir, key);
-  if (auto cached = read_cache_ ? read_eval_cache(path, key) : std::nullopt) {
+  std::string damage;
+  if (auto cached = read_cache_ ? read_eval_cache(path, key, &damage) : std::nullopt) {
     if (was_cached) *was_cached = true;
     return *cached;
   }
+  if (!damage.empty())
+    fmt::print(stderr, "warning: {}: {}; evaluating again (the entry is replaced)\n", path, damage);
   auto result = txl::evaluate(run_.model, ids_, request, progress);
   const auto problem = write_eval_cache(path, key, result);
   if (!problem.empty()) fmt::print(stderr, "warning: evaluation result not cached: {}\n", problem);

@@ -21,6 +21,7 @@
 #include "txl/util/clock.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/json.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -47,8 +48,10 @@ std::optional<json> read_json_if_any(const std::string& path) {
 
 // The cell file is current when it describes this cell's config and the study's evaluation
 // block (split, checkpoint, lengths and protocols all follow from it).
+// A file whose digest does not match (edited or damaged) is not current: the cell is
+// evaluated again (run_cell says so), through the run's evaluation cache.
 bool cell_file_current(const json& j, const StudySpec& spec, const StudyCell& cell) {
-  return j.is_object() && j.contains("config") &&
+  return digest_matches(j) && j.contains("config") &&
          config_changes(j["config"], cell.config).empty() &&
          j.value("eval", json()) == study_eval_json(spec.eval);
 }
@@ -163,7 +166,7 @@ void write_cell_file(const StudySpec& spec, const StudyCell& cell, const StudyPa
       {"probes", probes},
       {"timing",
        {{"train_s", times.value("train_s", 0.0)}, {"eval_s", times.value("eval_s", 0.0)}}}};
-  write_file_atomic(paths.cell_file(cell.name), j.dump() + "\n");
+  write_file_atomic(paths.cell_file(cell.name), with_digest(j).dump() + "\n");
 }
 
 }  // namespace
@@ -202,6 +205,13 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
   fs::create_directories(paths.dir + "/runs");
   fs::create_directories(paths.dir + "/cells");
   if (!train_cell(cell, paths, stop, outcome)) return outcome;
+  const auto old_file = read_json_if_any(paths.cell_file(cell.name));
+  if (is_regular_file(paths.cell_file(cell.name)) && (!old_file || !digest_matches(*old_file))) {
+    const bool has_digest = old_file && old_file->is_object() && old_file->contains("digest");
+    fmt::print(stderr, "warning: {}: {}; evaluating the cell again\n", paths.cell_file(cell.name),
+               has_digest ? "edited or damaged (its digest does not match its content)"
+                          : "damaged, or written by an earlier txl (it has no digest)");
+  }
 
   // Evaluate every protocol at every length, through the run's cache.
   const auto start = Clock::now();

@@ -9,6 +9,7 @@
 
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/hash.h"
 
 namespace txl {
 
@@ -116,6 +117,28 @@ std::string shown(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return nlohmann::json(value).dump();
+}
+
+namespace {
+
+std::string digest_of(const nlohmann::json& document) {  // the document less its "digest"
+  nlohmann::json rest = document;
+  rest.erase("digest");
+  const std::string text = rest.dump();
+  return hex64(xxh64(text.data(), text.size()));
+}
+
+}  // namespace
+
+nlohmann::json with_digest(nlohmann::json document) {
+  document["digest"] = digest_of(document);
+  return document;
+}
+
+bool digest_matches(const nlohmann::json& document) {
+  if (!document.is_object()) return false;
+  const auto found = document.find("digest");
+  return found != document.end() && found->is_string() && *found == digest_of(document);
 }
 
 // A number as people write it: whole numbers without ".0" (1e12 as 1000000000000).

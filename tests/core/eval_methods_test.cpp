@@ -10,13 +10,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <tuple>
 
+#include "cli_harness.h"
 #include "test_util.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/interval.h"
 #include "txl/model/sampling.h"
 #include "txl/util/error.h"
+#include "txl/util/json.h"
 
 namespace txl {
 namespace {
@@ -385,6 +389,72 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   auto explicit_stride = r;
   explicit_stride.stride = 4;
   EXPECT_EQ(eval_cache_key(subject, model->config(), explicit_stride), key);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 44: an entry that is valid JSON but altered is never believed. Each damage below is
+// written to the entry and read back: a miss, with `damage` saying what is wrong (the
+// caller warns with it and evaluates again).
+TEST(EvalCache, AnEditedOrInconsistentEntryIsAMissNamingTheDamage) {
+  const auto ids = random_ids(kTokens, 17);
+  auto model = make_model(PosEncoding::kRelative);
+  EvalRequest r;
+  r.method = EvalMethod::kNonOverlap;
+  r.length = 8;
+  r.position_buckets = 4;
+  const auto result = evaluate(model, ids, r);
+  const EvalSubject subject{"valid", checksum_ids(ids), "best.pt", 10, 42};
+  const auto key = eval_cache_key(subject, model->config(), r);
+  const std::string dir = ::testing::TempDir() + "/txl_eval_damage_" + std::to_string(::getpid());
+  const auto path = eval_cache_path(dir, key);
+  ASSERT_EQ(write_eval_cache(path, key, result), "");
+  const auto entry = nlohmann::json::parse(testing::read_text(path));
+  ASSERT_TRUE(read_eval_cache(path, key).has_value());
+
+  using Edit = std::function<void(nlohmann::json&)>;
+  const auto scale_window = [](double f) {
+    return Edit([f](nlohmann::json& j) {
+      j["result"]["window_nll"][0] = f * j["result"]["window_nll"][0].get<double>();
+    });
+  };
+  const std::vector<std::tuple<std::string, Edit, bool, std::string>> damages = {
+      // name, edit, re-digest after the edit (a forger who knows the rule), expected damage
+      {"nll_sum",
+       [](nlohmann::json& j) {
+         j["result"]["nll_sum"] = j["result"]["nll_sum"].get<double>() - 1000;
+       },
+       false, "digest does not match"},
+      {"window", scale_window(2.0), false, "digest does not match"},
+      {"digest_removed", [](nlohmann::json& j) { j.erase("digest"); }, false, "digest"},
+      {"sum_redigested",
+       [](nlohmann::json& j) { j["result"]["nll_sum"] = j["result"]["nll_sum"].get<double>() / 2; },
+       true, "windows add up to NLL"},
+      {"negative_redigested", [](nlohmann::json& j) { j["result"]["nll_sum"] = -5.0; }, true,
+       "nll_sum is not a finite NLL >= 0"},
+      {"window_redigested", scale_window(2.0), true, "windows add up to NLL"},
+      {"positions_redigested", [](nlohmann::json& j) { j["result"]["position_nll"][0] = 0.0; },
+       true, "position buckets do not add up"},
+  };
+  for (const auto& [name, edit, redigest, expected] : damages) {
+    auto j = entry;
+    edit(j);
+    if (redigest) j = with_digest(j);
+    testing::write_text(path, j.dump());
+    std::string damage;
+    EXPECT_FALSE(read_eval_cache(path, key, &damage).has_value()) << name;
+    EXPECT_NE(damage.find(expected), std::string::npos) << name << ": " << damage;
+  }
+  testing::write_text(path, entry.dump().substr(0, 100));  // truncated
+  std::string damage;
+  EXPECT_FALSE(read_eval_cache(path, key, &damage).has_value());
+  EXPECT_NE(damage.find("not valid JSON"), std::string::npos) << damage;
+  // Another key is a miss, not damage.
+  testing::write_text(path, entry.dump());
+  auto retrained = subject;
+  retrained.checkpoint_checksum = 43;
+  damage.clear();
+  EXPECT_FALSE(read_eval_cache(path, eval_cache_key(retrained, model->config(), r), &damage));
+  EXPECT_EQ(damage, "");
   std::filesystem::remove_all(dir);
 }
 

@@ -2,14 +2,16 @@
 // `txl eval`) reuses them instead of evaluating again:
 //
 //   RUN/eval-cache/<split>-<method>-L<length>...-<checkpoint>-step<N>.json
-//     {"key": {...}, "result": {...}}
+//     {"key": {...}, "result": {...}, "digest": "..."}
 //
 // The key names everything the numbers depend on: split and a checksum of its token ids,
 // method, length, effective stride / mem_len / streams / clamp_len, max_tokens, precision,
 // position buckets, and the checkpoint file with its step and a checksum of its bytes. A
-// file is reused only when its key equals the request's key exactly; a retrained run (new
-// checkpoint bytes) or an edited corpus therefore never reads stale numbers. Only
-// eval-cache/ is written: the checkpoint, config and vocabulary are never modified.
+// file is reused only when its key equals the request's key exactly, its digest matches its
+// content and its numbers hold together (a damaged entry is evaluated again, with a
+// warning naming it); a retrained run (new checkpoint bytes) or an edited corpus therefore
+// never reads stale numbers. Only eval-cache/ is written: the checkpoint, config and
+// vocabulary are never modified.
 #pragma once
 
 #include <cstdint>
@@ -42,10 +44,15 @@ std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& ke
 
 // The full result, window sums included (they feed intervals and paired differences).
 nlohmann::json result_to_json(const EvalResult& result);
-EvalResult result_from_json(const nlohmann::json& j);  // throws on malformed input
+// Throws on malformed input and on numbers that do not hold together: windows that do not
+// add up to the total, a negative or non-finite NLL, position buckets that count otherwise.
+EvalResult result_from_json(const nlohmann::json& j);
 
-// nullopt when the file is missing, unreadable, malformed or holds another key.
-std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohmann::json& key);
+// nullopt when the file is missing, holds another key (another checkpoint, split or
+// request), or is damaged: not JSON, an entry whose digest does not match its content or
+// whose numbers do not hold together; then `damage` (when given) says which.
+std::optional<EvalResult> read_eval_cache(const std::string& path, const nlohmann::json& key,
+                                          std::string* damage = nullptr);
 // Atomic write; returns an error message instead of throwing (a read-only run directory
 // must not fail an evaluation), empty on success.
 std::string write_eval_cache(const std::string& path, const nlohmann::json& key,

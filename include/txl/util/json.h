@@ -16,6 +16,15 @@ nlohmann::json parse_json_strict(const std::string& text, const std::string& sou
 // JSON throws InputError naming the path.
 nlohmann::json read_json_file(const std::string& path);
 
+// A document that carries a digest of its own content, so that an edit or damage after it
+// was written is found when it is read (the evaluation cache, a study's cell files, which
+// would otherwise turn a changed number into a result). "digest" is the xxh64 of the
+// document without it as nlohmann::json dumps it: keys sorted, doubles in their shortest
+// form that reads back exactly, so parsing and dumping again gives the same text.
+nlohmann::json with_digest(nlohmann::json document);
+// Whether `document` is an object whose "digest" matches the rest of it.
+bool digest_matches(const nlohmann::json& document);
+
 // A JSON value as it appears in a message, cut after 60 characters so one bad array does not
 // flood the terminal; a double as JSON writes it ("nan", "inf" instead of null).
 std::string shown(const nlohmann::json& value);
