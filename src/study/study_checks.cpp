@@ -7,6 +7,7 @@
 
 #include "txl/data/corpus.h"
 #include "txl/platform/resources.h"
+#include "txl/probe/run_probes.h"
 #include "txl/train/batcher.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/util/error.h"
@@ -17,27 +18,62 @@ namespace txl {
 namespace {
 
 // What the checks need of a corpus: loaded once per distinct data block of the grid.
-struct CorpusSize {
-  int64_t vocab = 0;
+struct CorpusFacts {
   int64_t train_tokens = 0;
+  Vocab vocab;
+  std::vector<int32_t> eval_ids;  // the study's eval.split, as the probes will read it
 };
 
-void check_cell(const StudyCell& cell, std::map<std::string, CorpusSize>& corpora,
-                double memory_share, int64_t jobs) {
+const std::vector<int32_t>& split_ids(const Corpus& corpus, const std::string& split) {
+  if (split == "test") return corpus.test;
+  if (split == "train") return corpus.train;
+  return corpus.valid;
+}
+
+// The longest name a file system takes for one file (NAME_MAX on Linux), and the longest
+// suffix a cell's files add to its name (cells/NAME.time.json).
+constexpr size_t kNameMax = 255;
+constexpr size_t kCellSuffix = sizeof(".time.json") - 1;
+
+void check_cell(const StudySpec& spec, const StudyCell& cell,
+                std::map<std::string, CorpusFacts>& corpora, double memory_share, int64_t jobs) {
+  if (cell.name.size() + kCellSuffix > kNameMax) {
+    throw InputError(
+        fmt::format("its name is {} bytes long, and its files' names would pass the "
+                    "{} bytes a file name may have; use shorter grid values",
+                    cell.name.size(), kNameMax));
+  }
   const std::string data_key = config_to_json(cell.config)["data"].dump();
   auto it = corpora.find(data_key);
   if (it == corpora.end()) {
     check_corpus_dir(cell.config.data);
-    const Corpus corpus = load_corpus(cell.config.data);
-    it = corpora
-             .emplace(data_key, CorpusSize{static_cast<int64_t>(corpus.vocab.size()),
-                                           static_cast<int64_t>(corpus.train.size())})
-             .first;
+    Corpus corpus = load_corpus(cell.config.data);
+    CorpusFacts facts;
+    facts.train_tokens = static_cast<int64_t>(corpus.train.size());
+    facts.eval_ids = split_ids(corpus, spec.eval.split);
+    facts.vocab = std::move(corpus.vocab);
+    it = corpora.emplace(data_key, std::move(facts)).first;
   }
   const TrainConfig& train = cell.config.train;
   check_training_streams(it->second.train_tokens, train.batch_size, longest_segment(train));
+  // The probes as run_cell will plan them, on the cell's config and the split (their checks
+  // read no weights): a distance past the split or a learned table refused now, not after
+  // the cell trained.
+  if (!spec.eval.probes.names.empty()) {
+    ProbeSubject subject;
+    subject.ids = &it->second.eval_ids;
+    subject.vocab = &it->second.vocab;
+    subject.config = &cell.config;
+    subject.lengths = spec.eval.lengths;
+    try {
+      plan_probes(spec.eval.probes, subject, "eval.probes");
+    } catch (const InputError& e) {
+      throw InputError(std::string("eval.probes: ") + e.what());
+    }
+  }
+  const int64_t vocab = static_cast<int64_t>(it->second.vocab.size());
   const MemoryEstimate estimate =
-      estimate_training_memory(cell.config, it->second.vocab, longest_segment(train));
+      estimate_training_memory(cell.config, vocab, longest_segment(train));
   try {
     check_training_memory(estimate, memory_share);
   } catch (const InputError& e) {
@@ -60,10 +96,10 @@ void check_cells_can_train(const StudySpec& spec, const StudyPaths& paths,
   const int64_t at_once =
       std::max<int64_t>(1, std::min<int64_t>(jobs, static_cast<int64_t>(to_train.size())));
   const double available = available_memory_bytes();
-  std::map<std::string, CorpusSize> corpora;
+  std::map<std::string, CorpusFacts> corpora;
   for (const StudyCell* cell : to_train) {
     try {
-      check_cell(*cell, corpora, available / static_cast<double>(at_once), at_once);
+      check_cell(spec, *cell, corpora, available / static_cast<double>(at_once), at_once);
     } catch (const InputError& e) {
       throw InputError(spec.source + ": cell " + cell->name + " (grid values " +
                        join(cell->overrides) + ") cannot train: " + e.what() +

@@ -305,6 +305,18 @@ TEST(StudyCli, EveryCellIsCheckedBeforeTheFirstTrains) {
       << r.err;
   EXPECT_NE(r.err.find("model.d_inner"), std::string::npos) << r.err;
   EXPECT_FALSE(cli_fs::exists(out));
+  // Issue 44: the probes, as each cell will run them, before the first cell trains.
+  spec["grid"].erase("model.d_inner");
+  spec["eval"]["probes"] = {{"copy", {{"distances", {30000}}}}};
+  write_config(f.config, spec);
+  r = study(f, out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.err.find(f.config + ": cell relative-seed1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("eval.probes: copy probe: span 16 and distance 30000 need 30032 tokens"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Nothing was trained or written"), std::string::npos) << r.err;
+  EXPECT_FALSE(cli_fs::exists(out));
 }
 
 // A value whose cells never trained (here: refused because its segment cannot fit the
