@@ -53,8 +53,11 @@ void check_distinct_outputs(const CompareCommandOptions& o) {
 int run_compare(const CompareCommandOptions& o) {
   // Every option before any work: bad input writes nothing. A DIR@aid run takes --aid-factor.
   bool runs_have_aids = false;
+  std::string aid_in_use;  // the first run given an aid, for the probes' refusal
   for (const auto& arg : o.run_dirs) {
-    runs_have_aids |= parse_run_spec(arg, EvalSettings{}).settings.aid != ExtrapolationAid::kNone;
+    if (parse_run_spec(arg, EvalSettings{}).settings.aid == ExtrapolationAid::kNone) continue;
+    runs_have_aids = true;
+    if (aid_in_use.empty()) aid_in_use = "run " + arg;
   }
   const EvalPlan plan = check_eval_options(o, runs_have_aids);
   check_output_path(o.plot_path, "--plot");
@@ -63,7 +66,8 @@ int run_compare(const CompareCommandOptions& o) {
   }
   check_output_path(svg_beside(o.plot_path), "--plot's .svg");
   check_distinct_outputs(o);
-  const ProbeRequest probe_request = check_probe_options(o);
+  if (plan.settings.aid != ExtrapolationAid::kNone) aid_in_use = "--aid " + o.aid;
+  const ProbeRequest probe_request = check_probe_options(o, aid_in_use);
   set_threads(o.threads);
   CompareOptions options{plan, o.run_dirs, {}, {}};
   std::vector<std::vector<PlannedProbe>> planned(o.run_dirs.size());

@@ -20,7 +20,8 @@ struct EvalCommandOptions : EvalCliOptions {
 int run_eval(const EvalCommandOptions& o) {
   // Every option before any work, so bad input writes nothing.
   const EvalPlan plan = check_eval_options(o);
-  const ProbeRequest probe_request = check_probe_options(o);
+  const ProbeRequest probe_request =
+      check_probe_options(o, plan.settings.aid == ExtrapolationAid::kNone ? "" : "--aid " + o.aid);
   set_threads(o.threads);
   RunEvalOptions options{plan, o.run_dir, {}};
   std::vector<PlannedProbe> planned;

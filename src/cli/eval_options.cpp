@@ -143,15 +143,26 @@ EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   return c;
 }
 
-ProbeRequest check_probe_options(const EvalCliOptions& o) {
-  if (o.probe_seed < 0)
-    throw InputError("--probe-seed " + std::to_string(o.probe_seed) + " must be >= 0");
+ProbeRequest check_probe_options(const EvalCliOptions& o, const std::string& aid) {
+  if (o.probe_seed && *o.probe_seed < 0)
+    throw InputError("--probe-seed " + std::to_string(*o.probe_seed) + " must be >= 0");
   if (!o.probes) {
     if (!o.probe_sets.empty())
       throw InputError("--probe-set " + o.probe_sets.front() + " needs --probes naming the probe");
+    if (o.probe_seed)
+      throw InputError("--probe-seed " + std::to_string(*o.probe_seed) +
+                       " seeds the probes, but no --probes is given; add --probes NAMES or "
+                       "leave --probe-seed out");
     return {};
   }
-  return parse_probe_request(*o.probes, o.probe_sets, static_cast<uint64_t>(o.probe_seed));
+  if (!aid.empty()) {
+    throw InputError("--probes score the model as trained, without an extrapolation aid, but " +
+                     aid +
+                     " applies one: the probe results would be shown under an aid they "
+                     "never used. Run the probes in an eval or compare without the aid");
+  }
+  return parse_probe_request(*o.probes, o.probe_sets,
+                             static_cast<uint64_t>(o.probe_seed.value_or(1)));
 }
 
 ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision) {

@@ -149,6 +149,9 @@ TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
        "--probe-set copy.count is given twice"},
       {{"--probes", "copy", "--probe-seed", "99999999999999999999"},
        "--probe-seed 99999999999999999999 is out of range"},
+      {{"--probe-seed", "3"}, "--probe-seed 3 seeds the probes, but no --probes is given"},
+      // Issue 44: probes score the model without an aid, so they are not shown under one.
+      {{"--probes", "copy", "--aid", "yarn"}, "but --aid yarn applies one"},
   };
   const auto before = testing::read_text(t.rel + "/config.json");
   for (const auto& [extra, needle] : cases) {
@@ -160,6 +163,11 @@ TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
     EXPECT_FALSE(fs::exists(json)) << join(extra, " ");
   }
   EXPECT_EQ(testing::read_text(t.rel + "/config.json"), before);
+  const auto r = run_txl(
+      {"compare", t.rel, t.rel + "@yarn", "--lengths", "16", "--probes", "copy", "--json", json});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("but run " + t.rel + "@yarn applies one"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(json));
 }
 
 TEST(ProbeCli, AProbePastALearnedTableIsRefusedNamingTheOption) {

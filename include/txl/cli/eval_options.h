@@ -43,7 +43,7 @@ struct EvalCliOptions {
   // instances are drawn with.
   std::optional<std::string> probes;
   std::vector<std::string> probe_sets;
-  int64_t probe_seed = 1;
+  std::optional<int64_t> probe_seed;  // absent: 1
 };
 
 // How the help texts name the defaults' source: eval says "the run's", compare "the first
@@ -64,8 +64,10 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
 EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids = false);
 
 // --probes, --probe-set and --probe-seed as a request (no probes without --probes; a
-// --probe-set without it is refused). InputError naming the flag.
-ProbeRequest check_probe_options(const EvalCliOptions& o);
+// --probe-set or --probe-seed without it is refused). InputError naming the flag.
+// `aid`: the extrapolation aid an evaluated run is given ("--aid yarn", "run runs/r@yarn"),
+// empty for none: the probes score the model without it, so --probes beside one is refused.
+ProbeRequest check_probe_options(const EvalCliOptions& o, const std::string& aid = "");
 
 // What a probe sees of a loaded run: the model, the split, the evaluated lengths.
 ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision);
