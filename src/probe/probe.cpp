@@ -8,6 +8,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "txl/eval/eval_memory.h"
+#include "txl/platform/resources.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -196,6 +198,34 @@ nlohmann::json to_json(const ProbeRequest& r) {
   return j;
 }
 
+namespace {
+
+// A probe whose workload would not fit is refused before its check builds anything.
+void check_probe_memory(const Probe& probe, const ProbeSubject& subject, const ProbeValues& v,
+                        double available_bytes) {
+  const ProbeWorkload w = probe.workload(subject, v);
+  if (available_bytes <= 0 || w.windows < 1 || w.window < 2) return;
+  // The windows' forward passes as evaluation makes them: windows of `window` tokens, as many
+  // per pass as eval.batch_tokens allows (probe_scoring.h).
+  EvalRequest pass;
+  pass.method = EvalMethod::kNonOverlap;
+  pass.length = w.window - 1;
+  pass.batch_tokens = subject.config->eval.batch_tokens;
+  const EvalMemoryEstimate e =
+      estimate_eval_memory(subject.config->model, static_cast<int64_t>(subject.vocab->size()), pass,
+                           w.windows * pass.length);
+  const double total = w.instance_bytes + e.total_bytes();
+  if (total <= available_bytes) return;
+  throw InputError(fmt::format(
+      "probe {}: {} windows of {} tokens need about {} ({} of instances held at once, {} for "
+      "the largest forward pass) but only {} of memory is available; ask for fewer or shorter "
+      "windows ({}: {})",
+      probe.name, w.windows, w.window, format_bytes(total), format_bytes(w.instance_bytes),
+      format_bytes(e.total_bytes()), format_bytes(available_bytes), probe.name, probe.cost));
+}
+
+}  // namespace
+
 ProbeValues resolve_probe_values(const Probe& probe, const ProbeRequest& request,
                                  const ProbeSubject& subject, const std::string& where) {
   ProbeValues v = probe.defaults(subject);
@@ -207,6 +237,7 @@ ProbeValues resolve_probe_values(const Probe& probe, const ProbeRequest& request
   for (const auto& spec : probe.options) {
     check_option_values(spec, v.values[spec.key], where + " " + probe.name + "." + spec.key);
   }
+  check_probe_memory(probe, subject, v, available_memory_bytes());
   probe.check(subject, v);
   return v;
 }

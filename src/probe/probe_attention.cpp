@@ -46,6 +46,16 @@ void attention_check(const ProbeSubject& subject, const ProbeValues& v) {
   }
 }
 
+ProbeWorkload attention_workload(const ProbeSubject& subject, const ProbeValues& v) {
+  // One length at a time: `windows` windows of L + 1 tokens.
+  const auto r = attention_request(subject, v);
+  ProbeWorkload w;
+  w.window = *std::max_element(r.lengths.begin(), r.lengths.end()) + 1;
+  w.windows = r.windows;
+  w.instance_bytes = double(w.windows) * double(w.window) * double(sizeof(int32_t));
+  return w;
+}
+
 // Per layer: the mean over heads of one statistic.
 double head_mean(const std::vector<HeadStats>& heads, double HeadStats::*field) {
   double sum = 0;
@@ -113,6 +123,7 @@ Probe attention_probe() {
       {"windows", 1, 100000, true, false, "windows per length (default 16)"}};
   p.defaults = attention_defaults;
   p.check = attention_check;
+  p.workload = attention_workload;
   p.run = attention_run;
   p.group = nullptr;
   return p;

@@ -40,6 +40,18 @@ void copy_check(const ProbeSubject& subject, const ProbeValues& v) {
   build_copy_instances(*subject.ids, o.span, longest, 1, o.seed);  // the split is long enough
 }
 
+ProbeWorkload copy_workload(const ProbeSubject& subject, const ProbeValues& v) {
+  // One distance at a time: its instances (a repeated and a control window each) and the
+  // copies of those windows handed to scoring.
+  const auto o = copy_options(subject, v);
+  const int64_t longest = *std::max_element(o.distances.begin(), o.distances.end());
+  ProbeWorkload w;
+  w.window = 2 * o.span + longest;
+  w.windows = 2 * o.count;
+  w.instance_bytes = 4.0 * double(o.count) * double(w.window) * double(sizeof(int32_t));
+  return w;
+}
+
 ProbeRun copy_run(const ProbeSubject& subject, const ProbeValues& v,
                   const ProbeProgressFn& progress) {
   auto options = copy_options(subject, v);
@@ -80,6 +92,7 @@ Probe copy_probe() {
       {"count", 1, 100000, true, false, "instances per distance (default 200)"}};
   p.defaults = copy_defaults;
   p.check = copy_check;
+  p.workload = copy_workload;
   p.run = copy_run;
   p.group = nullptr;
   return p;

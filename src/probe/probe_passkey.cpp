@@ -51,7 +51,23 @@ void passkey_check(const ProbeSubject& subject, const ProbeValues& v) {
   const auto o = passkey_options(subject, v);
   check_window_fits(subject, *std::max_element(o.lengths.begin(), o.lengths.end()),
                     "passkey.lengths");
-  build_passkey_instances(*subject.ids, candidates(subject), o);  // every window can be built
+  auto one = o;  // every window can be built: one trial per cell shows it, without holding them all
+  one.trials = 1;
+  build_passkey_instances(*subject.ids, candidates(subject), one);
+}
+
+ProbeWorkload passkey_workload(const ProbeSubject& subject, const ProbeValues& v) {
+  // Every instance is built before the first cell is scored; a cell's trials are scored together.
+  const auto o = passkey_options(subject, v);
+  double tokens = 0;
+  for (const int64_t length : o.lengths) tokens += double(length);
+  const int64_t longest = *std::max_element(o.lengths.begin(), o.lengths.end());
+  ProbeWorkload w;
+  w.instance_bytes = (tokens * double(o.depths.size()) + 2.0 * double(longest)) * double(o.trials) *
+                     double(sizeof(int32_t));
+  w.window = longest;
+  w.windows = o.trials;
+  return w;
 }
 
 ProbeRun passkey_run(const ProbeSubject& subject, const ProbeValues& v,
@@ -101,6 +117,7 @@ Probe passkey_probe() {
       {"cue_len", 1, 256, true, false, "tokens of the cue (default 8)"}};
   p.defaults = passkey_defaults;
   p.check = passkey_check;
+  p.workload = passkey_workload;
   p.run = passkey_run;
   p.group = nullptr;
   return p;

@@ -50,6 +50,19 @@ void recl_check(const ProbeSubject& subject, const ProbeValues& v) {
   }
 }
 
+ProbeWorkload recl_workload(const ProbeSubject& subject, const ProbeValues& v) {
+  // One context length at a time: a window of c + 1 tokens per target; the loss table of
+  // every context x target is kept.
+  if (v.integer("first") > v.integer("last")) return {};  // recl_check refuses it
+  const auto r = loss_request(subject, v);
+  ProbeWorkload w;
+  w.window = r.contexts.back() + 1;
+  w.windows = r.targets;
+  w.instance_bytes = double(r.targets) * (double(w.window) * double(sizeof(int32_t)) +
+                                          double(r.contexts.size()) * double(sizeof(double)));
+  return w;
+}
+
 nlohmann::json table_json(const ContextLossTable& t) {
   return {{"contexts", t.contexts},
           {"targets", t.targets},
@@ -127,6 +140,7 @@ Probe recl_probe() {
       {"threshold", 0, 1, false, false, "relative gain that continues the search (default 0.01)"}};
   p.defaults = recl_defaults;
   p.check = recl_check;
+  p.workload = recl_workload;
   p.run = recl_run;
   p.group = recl_group;
   return p;

@@ -56,6 +56,11 @@ std::string format_duration(double seconds) {
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
+std::string format_bytes(double bytes) {
+  if (bytes < 1e9) return fmt::format("{:.0f} MB", std::max(0.0, bytes) / 1e6);
+  return fmt::format("{:.1f} GB", bytes / 1e9);
+}
+
 // `; did you mean "x"?` for a near miss (typo, plural, one swapped letter), else "".
 std::string suggestion(const std::string& wrong, const std::vector<std::string>& valid) {
   // A third of the length tolerates a typo or two without suggesting unrelated short keys.

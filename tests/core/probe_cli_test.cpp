@@ -4,6 +4,7 @@
 // registry is complete.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -182,12 +183,43 @@ TEST(ProbeCli, AProbePastALearnedTableIsRefusedNamingTheOption) {
   EXPECT_FALSE(fs::exists(table + "/eval-cache")) << "refused before anything is evaluated";
 }
 
+// Issue 44: passkey.trials=100000 built every instance in its check (a minute, 2.5 GB) before
+// anything was refused. Now each probe's workload is estimated from its options first.
+TEST(ProbeCli, AProbeThatCannotFitInMemoryIsRefusedBeforeAnythingIsBuilt) {
+  const auto& t = probe_runs();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--probes", "passkey", "--probe-set", "passkey.trials=100000"},
+       "probe passkey: 100000 windows of 16 tokens need about"},
+      {{"--probes", "copy", "--probe-set", "copy.count=100000", "--probe-set", "copy.distances=16"},
+       "probe copy: 200000 windows of 48 tokens"},
+      {{"--probes", "recl", "--probe-set", "recl.targets=1000000"}, "probe recl:"},
+      {{"--probes", "attention", "--probe-set", "attention.windows=100000"}, "probe attention:"}};
+  for (const auto& [extra, needle] : cases) {
+    std::vector<std::string> args = {"eval", "--run", t.rel, "--lengths", "16"};
+    for (const auto& a : extra) args.push_back(a);
+    const auto started = std::chrono::steady_clock::now();
+    const auto r = run_txl(args, {"TXL_MEMORY_LIMIT_MB=5"});
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_EQ(r.code, 2) << join(extra, " ") << "\n" << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << join(extra, " ") << "\n" << r.err;
+    EXPECT_NE(r.err.find("of memory is available"), std::string::npos) << r.err;
+    EXPECT_LT(seconds, 20.0) << join(extra, " ") << ": refused only after building";
+  }
+  // The same options with the memory they need are accepted (passkey at a size that runs fast).
+  const auto ok = run_txl({"eval", "--run", t.rel, "--lengths", "16", "--probes", "passkey",
+                           "--probe-set", "passkey.trials=3", "--probe-set", "passkey.lengths=32"},
+                          {"TXL_MEMORY_LIMIT_MB=5"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
 TEST(ProbeCli, EveryRegisteredProbeHasEveryPiece) {
   ASSERT_EQ(probe_registry().size(), 4u);
   for (const auto& p : probe_registry()) {
     SCOPED_TRACE(p.name);
     EXPECT_TRUE(p.name && p.description && p.cost);
-    EXPECT_TRUE(p.defaults && p.check && p.run) << "a probe lacks its defaults, check or run";
+    EXPECT_TRUE(p.defaults && p.check && p.workload && p.run)
+        << "a probe lacks its defaults, check, workload or run";
     EXPECT_FALSE(p.options.empty());
     for (const auto& o : p.options) EXPECT_LE(o.min, o.max) << o.key;
   }

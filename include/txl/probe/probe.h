@@ -90,6 +90,16 @@ struct ProbeRun {
 
 using ProbeProgressFn = std::function<void(double fraction)>;
 
+// What a probe holds and forwards at its largest, from its options alone (nothing built):
+// the bytes of the instances it has in memory at once, and the longest windows it scores,
+// `windows` of `window` tokens. The memory check adds the forward pass evaluation would
+// make over those windows (eval_memory.h).
+struct ProbeWorkload {
+  double instance_bytes = 0;
+  int64_t window = 0;
+  int64_t windows = 0;
+};
+
 struct Probe {
   const char* name;         // --probes value
   const char* description;  // one sentence: what it measures
@@ -100,6 +110,9 @@ struct Probe {
   // Checks that need the subject (a length past the split, a grid that cannot fit):
   // InputError naming the option, before any probe runs.
   void (*check)(const ProbeSubject& subject, const ProbeValues& values);
+  // Its largest workload, for the memory check made before `check` (which may build
+  // instances): refused with the figures when it does not fit the available memory.
+  ProbeWorkload (*workload)(const ProbeSubject& subject, const ProbeValues& values);
   ProbeRun (*run)(const ProbeSubject& subject, const ProbeValues& values,
                   const ProbeProgressFn& progress);
   // A probe defined over a group of models (RECL): from the members' details, each member's

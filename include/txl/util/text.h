@@ -24,4 +24,7 @@ std::string shell_quote(const std::string& s);
 // "mm:ss", or "h:mm:ss" from an hour on (negative durations read 00:00).
 std::string format_duration(double seconds);
 
+// A size for people: "350 MB" below a gigabyte, "1.4 GB" from one up (decimal units).
+std::string format_bytes(double bytes);
+
 }  // namespace txl
