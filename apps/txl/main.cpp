@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   txl::setup_encodings(app, exit_code);
   txl::setup_study(app, exit_code);
   txl::setup_protocols(app, exit_code);
+  txl::setup_export(app, exit_code);
+  txl::setup_import(app, exit_code);
   txl::refuse_out_of_range_integers(app);
   try {
     for (const auto& name : txl::check_env_variables()) {

@@ -58,7 +58,8 @@ std::string resume_processes(const std::string& dir) {
 
 const std::vector<std::string>& run_file_names() {
   static const std::vector<std::string> names = {"config.json",   "vocab.json", kSubwordModelFile,
-                                                 "checkpoint.pt", "best.pt",    "metrics.jsonl"};
+                                                 "checkpoint.pt", "best.pt",    "metrics.jsonl",
+                                                 "origin.json"};
   return names;
 }
 

@@ -16,5 +16,7 @@ void setup_sample(CLI::App& app, int& exit_code);
 void setup_encodings(CLI::App& app, int& exit_code);
 void setup_study(CLI::App& app, int& exit_code);
 void setup_protocols(CLI::App& app, int& exit_code);
+void setup_export(CLI::App& app, int& exit_code);
+void setup_import(CLI::App& app, int& exit_code);
 
 }  // namespace txl

@@ -3,6 +3,7 @@
 //   vocab.json      the vocabulary built from the training split
 //   checkpoint.pt   the last checkpoint        best.pt   the best by validation perplexity
 //   metrics.jsonl   one JSON object per log interval and per validation
+//   origin.json     only in a run made by txl import: where its weights came from
 #pragma once
 
 #include <string>
@@ -23,6 +24,7 @@ struct RunPaths {
   std::string best_checkpoint() const { return dir + "/best.pt"; }
   std::string metrics() const { return dir + "/metrics.jsonl"; }
   std::string eval_cache() const { return dir + "/eval-cache"; }  // eval/cache.h
+  std::string origin() const { return dir + "/origin.json"; }     // run/interop.h: imported
 };
 
 // The files a run writes (names inside the run directory), the ones --force replaces.
