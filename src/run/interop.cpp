@@ -226,10 +226,13 @@ ImportResult import_run(const ImportOptions& o) {
                                  to_string(vocab.kind()), o.config,
                                  to_string(config.data.tokenizer)));
   }
-  const std::string bytes = read_regular_file(o.weights, "a weight file (.safetensors or .pt)");
   ImportResult r;
-  r.file_hash = xxh64(bytes.data(), bytes.size());
-  const WeightFile file = read_weight_file(o.weights);
+  WeightFile file;
+  {
+    const std::string bytes = read_regular_file(o.weights, "a weight file (.safetensors or .pt)");
+    r.file_hash = xxh64(bytes.data(), bytes.size());
+    file = parse_weight_file(bytes, o.weights);
+  }
   r.naming = naming_of(o, file);
   check_finite(file, o);
   TransformerLM model = make_model(config.model, vocab.size(), torch::kCPU);

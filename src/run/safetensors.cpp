@@ -270,7 +270,10 @@ WeightFile read_torch_dict(const std::string& path) {
 }
 
 WeightFile read_weight_file(const std::string& path) {
-  const std::string bytes = read_regular_file(path, "a weight file (.safetensors or .pt)");
+  return parse_weight_file(read_regular_file(path, "a weight file (.safetensors or .pt)"), path);
+}
+
+WeightFile parse_weight_file(const std::string& bytes, const std::string& path) {
   // A zip archive is torch.save's; its legacy format starts with a pickle of its magic number.
   if (bytes.compare(0, 4, kZipMagic) == 0 || bytes.compare(0, 4, kLegacyTorchMagic, 4) == 0)
     return parse_torch_dict(bytes, path);

@@ -51,5 +51,7 @@ WeightFile read_torch_dict(const std::string& path);
 // By the file's first bytes: a zip archive is read as torch.save's, anything else as
 // safetensors.
 WeightFile read_weight_file(const std::string& path);
+// The same for a file already read (`path` names it in messages).
+WeightFile parse_weight_file(const std::string& bytes, const std::string& path);
 
 }  // namespace txl
