@@ -242,10 +242,7 @@ WeightFile read_safetensors(const std::string& path) {
 
 void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors) {
   check_unique_names(tensors, path);
-  c10::Dict<std::string, torch::Tensor> dict;
-  for (const auto& t : tensors) dict.insert(t.name, cpu_contiguous(t.tensor));
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  write_file_atomic(path, torch_state_dict_bytes(tensors));
 }
 
 namespace {

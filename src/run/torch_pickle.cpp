@@ -337,7 +337,9 @@ class Unpickler {
     const std::string key = pid->items[2]->s;
     const auto found = storages_.find(key);
     if (found != storages_.end()) return found->second;
-    const torch::Dtype dtype = storage_types().at(pid->items[1]->s);
+    const auto type = storage_types().find(pid->items[1]->s);
+    if (type == storage_types().end()) fail(pid->items[1]->s + " is not a storage type");
+    const torch::Dtype dtype = type->second;
     const std::string record = "data/" + key;
     if (!archive_.hasRecord(record)) fail("storage " + key + " has no record " + record);
     auto [data, size] = archive_.getRecord(record);
@@ -382,13 +384,15 @@ class Unpickler {
     const auto stride = ints(*args.items[3], "a tensor's stride");
     const int64_t offset = args.items[1]->i;
     if (size.size() != stride.size()) fail("a tensor's size and stride differ in length");
-    int64_t last = offset;
+    double last = double(offset);  // the last element's index (doubles: no overflow)
+    bool empty = false;
     for (size_t k = 0; k < size.size(); ++k) {
       if (size[k] < 0 || stride[k] < 0) fail("a negative size or stride");
-      if (size[k] == 0) last = offset - 1;
-      if (last >= offset) last += (size[k] - 1) * stride[k];
+      empty = empty || size[k] == 0;
+      last += double(size[k] - 1) * double(stride[k]);
     }
-    if (offset < 0 || last >= storage.numel()) fail("a tensor runs past its storage");
+    if (offset < 0 || (!empty && last >= double(storage.numel())))
+      fail("a tensor runs past its storage");
     auto v = make(Value::kTensor);
     v->tensor = storage.as_strided(size, stride, offset).clone();
     return v;

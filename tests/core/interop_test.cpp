@@ -5,6 +5,7 @@
 // nothing is written.
 #include "txl/run/interop.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "cli_harness.h"
 #include "txl/run/run_dir.h"
 #include "txl/run/safetensors.h"
+#include "txl/util/error.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -145,6 +147,18 @@ std::string u64(uint64_t v) {
   return out;
 }
 
+// A zip archive as torch.save makes, whose data.pkl is `pickle`.
+std::string torch_archive(const std::string& pickle) {
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) {
+    out.append(static_cast<const char*>(p), n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeEndOfFile();
+  return out;
+}
+
 std::string safetensors_bytes(const std::string& header, const std::string& data) {
   return u64(header.size()) + header + data;
 }
@@ -213,6 +227,12 @@ TEST(Interop, BadWeightFilesAndVocabulariesAreRefusedNamingTheProblemAndWriteNot
       {"legacy torch", put(dir + "/l.pt", std::string("\x80\x02\x8a\x0a", 4) + "rest"), vocab,
        "legacy format"},
       {"not a zip", put(dir + "/z.pt", "PK\x03\x04garbage"), vocab, "not a torch.save archive"},
+      // A pickle that would run a shell command is refused by name; nothing is called.
+      {"code in the pickle",
+       put(dir + "/code.pt", torch_archive(std::string("\x80\x02") + "cos\nsystem\n)R.")), vocab,
+       "refers to os.system"},
+      {"not a dict", put(dir + "/list.pt", torch_archive(std::string("\x80\x02") + "].")), vocab,
+       "holds a list"},
       {"nan", put(dir + "/nan.safetensors", nan_file), vocab, "--allow-nonfinite"},
       {"vocab twice", good, put(dir + "/dup.txt", dup_vocab), "was already given"},
       {"vocab short", good, put(dir + "/short.txt", short_vocab), "in the file but"},
@@ -254,6 +274,38 @@ TEST(Interop, BadWeightFilesAndVocabulariesAreRefusedNamingTheProblemAndWriteNot
   r = run_txl({"export", "--run", run, "--out", dir + "/m.bin"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find(".safetensors"), std::string::npos) << r.err;
+  testing::cleanup_scratch();
+}
+
+// Damaged files, byte by byte: every one is read or refused with an InputError, never a crash
+// or another exception (LibTorch's zip reader and the unpickler included).
+TEST(Interop, EveryDamagedByteIsReadOrRefusedAsBadInput) {
+  std::vector<NamedTensor> tensors = {{"a", torch::arange(6, torch::kFloat32).view({2, 3})},
+                                      {"b.c", torch::ones({4}, torch::kFloat64)}};
+  const std::string dir = testing::scratch_dir("interop_damage");
+  write_safetensors(dir + "/w.safetensors", tensors, {{"k", "v"}});
+  write_torch_dict(dir + "/w.pt", tensors);
+  for (const std::string file : {"/w.safetensors", "/w.pt"}) {
+    const std::string bytes = read_text(dir + file);
+    EXPECT_EQ(parse_weight_file(bytes, file).tensors.size(), 2u);
+    uint64_t state = 12345;
+    int refused = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      std::string damaged = bytes;
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      const size_t at = (state >> 33) % damaged.size();
+      damaged[at] = static_cast<char>(damaged[at] ^ (1 + ((state >> 20) % 255)));
+      if (trial % 7 == 0) damaged.resize(at);  // truncated there instead
+      try {
+        parse_weight_file(damaged, file);
+      } catch (const InputError&) {
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << file << " byte " << at << ": " << e.what();
+      }
+    }
+    EXPECT_GT(refused, 50) << file;
+  }
   testing::cleanup_scratch();
 }
 

@@ -40,9 +40,9 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
                        const std::map<std::string, std::string>& metadata);
 WeightFile read_safetensors(const std::string& path);
 
-// A dict name -> tensor as torch.save writes it (LibTorch's pickle_save: the zip format that
-// PyTorch >= 1.6 reads with torch.load). Reading accepts only such a dict of tensors: the
-// legacy (pre-zip) format, which only Python's pickle can read, is refused with the line of
+// A dict name -> tensor as torch.save writes it (the zip format PyTorch >= 1.6 reads with
+// torch.load, weights_only or not: torch_pickle.h). Reading accepts only such a dict of tensors:
+// the legacy (pre-zip) format, which only Python's pickle can read, is refused with the line of
 // Python that converts it; nothing in the file is executed (LibTorch's unpickler knows only
 // tensors and containers).
 void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors);

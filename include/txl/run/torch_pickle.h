@@ -17,4 +17,11 @@ namespace txl {
 // not a dict name -> tensor (a nested dict names the key holding the state dict).
 std::vector<NamedTensor> read_torch_state_dict(const std::string& bytes, const std::string& path);
 
+// The archive torch.save writes for a plain dict name -> tensor (pickle protocol 2: the dict,
+// _rebuild_tensor_v2 calls, storages as data/<key> records, byteorder "little"): only globals
+// that PyTorch's weights_only loader allows, so torch.load reads it with its default
+// weights_only=True (PyTorch >= 2.6), unlike LibTorch's pickle_save, whose dict carries a
+// TorchScript type tag that loader refuses.
+std::string torch_state_dict_bytes(const std::vector<NamedTensor>& tensors);
+
 }  // namespace txl
