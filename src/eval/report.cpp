@@ -125,6 +125,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
           {"bytes_per_token", r.bytes_per_token},
           {"checkpoint", r.checkpoint},
           {"checkpoint_step", r.checkpoint_step},
+          {"origin", r.origin},
           {"interval", to_json(r.bootstrap)},
           {"results", results}};
 }
@@ -135,6 +136,7 @@ std::string format_report_table(const EvalReport& r) {
   std::string out =
       fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run, r.encoding,
                   r.split, r.checkpoint, r.checkpoint_step, r.train_length);
+  if (!r.origin.empty()) out += r.origin + "\n";
   if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
   out += fmt::format(
       "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length", "method", "setting",

@@ -40,6 +40,7 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
   report.train_length = run.config.train.tgt_len;
   report.checkpoint = evaluator.subject().checkpoint;
   report.checkpoint_step = run.state.step;
+  report.origin = describe_origin(run.paths);
   report.per_position = o.per_position;
   report.bytes_per_token = bytes_per_token(out.stats);
   for (const int64_t length : lengths) {

@@ -1,6 +1,7 @@
 #include "txl/run/run_dir.h"
 
 #include <fcntl.h>
+#include <spdlog/fmt/fmt.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "txl/run/checkpoint.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/json.h"
 
 namespace txl {
 
@@ -185,6 +187,18 @@ std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
   if (best && file_kind(paths.best_checkpoint()) != FileKind::kMissing)
     return paths.best_checkpoint();
   return paths.last_checkpoint();
+}
+
+std::string describe_origin(const RunPaths& paths) {
+  if (file_kind(paths.origin()) == FileKind::kMissing) return "";
+  try {
+    const auto j = read_json_file(paths.origin());
+    return fmt::format("imported from {} (XXH64 {}, {} names)",
+                       j.at("imported_from").get<std::string>(), j.at("xxh64").get<std::string>(),
+                       j.at("names").get<std::string>());
+  } catch (const std::exception& e) {
+    return "imported (" + paths.origin() + " unreadable: " + e.what() + ")";
+  }
 }
 
 LoadedRun load_run(const std::string& dir, const std::string& which, const torch::Device& device) {

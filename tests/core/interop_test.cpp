@@ -118,6 +118,8 @@ TEST(Interop, ExportThenImportIsBitIdenticalUnderBothNamesAndFormats) {
       expect_same_weights(run, back);
       const auto again = run_txl({"eval", "--run", back, "--lengths", "16"});
       ASSERT_EQ(again.code, 0) << again.err;
+      EXPECT_NE(again.out.find("imported from " + fs::absolute(out).string()), std::string::npos)
+          << again.out;
       const auto table = [](const std::string& text) {
         return text.substr(text.find("nonoverlap"));
       };

@@ -80,6 +80,10 @@ class RunLock {
   int fd_ = -1;
 };
 
+// "imported from FILE (XXH64 H, N names)" for a run made by txl import (its origin.json),
+// else "".
+std::string describe_origin(const RunPaths& paths);
+
 // The run's name for tables: the directory's last component.
 std::string run_name(const std::string& dir);
 
