@@ -63,6 +63,8 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
                   "A probe option, PROBE.KEY=V[,V...] (repeatable), e.g. copy.distances=32,64");
   cmd->add_option("--probe-seed", o.probe_seed,
                   "Seed the probes' instances are drawn with (default 1; recorded in the output)");
+  cmd->add_option("--probe-max-tokens", o.probe_max_tokens,
+                  "Tokens a probe may forward before it is refused (default 1e9: hours on a CPU)");
   cmd->add_option("--json", o.json_path, help.json);
 }
 
@@ -144,11 +146,15 @@ EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
 }
 
 ProbeRequest check_probe_options(const EvalCliOptions& o, const std::string& aid) {
+  if (o.probe_max_tokens && *o.probe_max_tokens < 1)
+    throw InputError("--probe-max-tokens " + std::to_string(*o.probe_max_tokens) + " must be >= 1");
   if (o.probe_seed && *o.probe_seed < 0)
     throw InputError("--probe-seed " + std::to_string(*o.probe_seed) + " must be >= 0");
   if (!o.probes) {
     if (!o.probe_sets.empty())
       throw InputError("--probe-set " + o.probe_sets.front() + " needs --probes naming the probe");
+    if (o.probe_max_tokens)
+      throw InputError("--probe-max-tokens needs --probes naming the probes it limits");
     if (o.probe_seed)
       throw InputError("--probe-seed " + std::to_string(*o.probe_seed) +
                        " seeds the probes, but no --probes is given; add --probes NAMES or "
@@ -161,8 +167,10 @@ ProbeRequest check_probe_options(const EvalCliOptions& o, const std::string& aid
                      " applies one: the probe results would be shown under an aid they "
                      "never used. Run the probes in an eval or compare without the aid");
   }
-  return parse_probe_request(*o.probes, o.probe_sets,
-                             static_cast<uint64_t>(o.probe_seed.value_or(1)));
+  ProbeRequest request =
+      parse_probe_request(*o.probes, o.probe_sets, static_cast<uint64_t>(o.probe_seed.value_or(1)));
+  if (o.probe_max_tokens) request.max_tokens = double(*o.probe_max_tokens);
+  return request;
 }
 
 ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision) {

@@ -156,6 +156,12 @@ ProbeRequest probe_request_from_json(const nlohmann::json& j, const std::string&
       r.seed = options.get<uint64_t>();
       continue;
     }
+    if (name == "max_tokens") {
+      if (!options.is_number() || !(options.get<double>() >= 1))
+        throw InputError(where + ".max_tokens must be a number >= 1 (tokens a probe may forward)");
+      r.max_tokens = options.get<double>();
+      continue;
+    }
     const Probe& p = find_probe(name, where);
     if (!options.is_object())
       throw InputError(where + "." + name +
@@ -201,9 +207,8 @@ nlohmann::json to_json(const ProbeRequest& r) {
 namespace {
 
 // A probe whose workload would not fit is refused before its check builds anything.
-void check_probe_memory(const Probe& probe, const ProbeSubject& subject, const ProbeValues& v,
+void check_probe_memory(const Probe& probe, const ProbeSubject& subject, const ProbeWorkload& w,
                         double available_bytes) {
-  const ProbeWorkload w = probe.workload(subject, v);
   if (available_bytes <= 0 || w.windows < 1 || w.window < 2) return;
   // The windows' forward passes as evaluation makes them: windows of `window` tokens, as many
   // per pass as eval.batch_tokens allows (probe_scoring.h).
@@ -224,6 +229,19 @@ void check_probe_memory(const Probe& probe, const ProbeSubject& subject, const P
       format_bytes(e.total_bytes()), format_bytes(available_bytes), probe.name, probe.cost));
 }
 
+// A plan of hours is refused before it starts, naming the options that make it large.
+void check_probe_budget(const Probe& probe, const ProbeWorkload& w, double max_tokens,
+                        const std::string& where) {
+  if (w.tokens <= max_tokens) return;
+  std::vector<std::string> keys;
+  for (const auto& spec : probe.options) keys.push_back(std::string(probe.name) + "." + spec.key);
+  throw InputError(fmt::format(
+      "{} {}: this plan forwards {:.3g} tokens ({}), past the {:.3g} a probe may forward unless "
+      "asked: make {} smaller, or raise the ceiling with --probe-max-tokens (a study: "
+      "probes.max_tokens)",
+      where, probe.name, w.tokens, probe.cost, max_tokens, join(keys, ", ")));
+}
+
 }  // namespace
 
 ProbeValues resolve_probe_values(const Probe& probe, const ProbeRequest& request,
@@ -237,7 +255,9 @@ ProbeValues resolve_probe_values(const Probe& probe, const ProbeRequest& request
   for (const auto& spec : probe.options) {
     check_option_values(spec, v.values[spec.key], where + " " + probe.name + "." + spec.key);
   }
-  check_probe_memory(probe, subject, v, available_memory_bytes());
+  const ProbeWorkload w = probe.workload(subject, v);
+  check_probe_budget(probe, w, request.max_tokens, where);
+  check_probe_memory(probe, subject, w, available_memory_bytes());
   probe.check(subject, v);
   return v;
 }

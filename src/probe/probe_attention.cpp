@@ -52,6 +52,7 @@ ProbeWorkload attention_workload(const ProbeSubject& subject, const ProbeValues&
   ProbeWorkload w;
   w.window = *std::max_element(r.lengths.begin(), r.lengths.end()) + 1;
   w.windows = r.windows;
+  for (const int64_t length : r.lengths) w.tokens += double(r.windows) * double(length + 1);
   w.instance_bytes = double(w.windows) * double(w.window) * double(sizeof(int32_t));
   return w;
 }

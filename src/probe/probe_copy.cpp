@@ -49,6 +49,7 @@ ProbeWorkload copy_workload(const ProbeSubject& subject, const ProbeValues& v) {
   w.window = 2 * o.span + longest;
   w.windows = 2 * o.count;
   w.instance_bytes = 4.0 * double(o.count) * double(w.window) * double(sizeof(int32_t));
+  for (const int64_t d : o.distances) w.tokens += 2.0 * double(o.count) * double(2 * o.span + d);
   return w;
 }
 

@@ -67,6 +67,7 @@ ProbeWorkload passkey_workload(const ProbeSubject& subject, const ProbeValues& v
                      double(sizeof(int32_t));
   w.window = longest;
   w.windows = o.trials;
+  w.tokens = tokens * double(o.depths.size()) * double(o.trials);
   return w;
 }
 

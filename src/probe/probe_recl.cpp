@@ -58,6 +58,7 @@ ProbeWorkload recl_workload(const ProbeSubject& subject, const ProbeValues& v) {
   ProbeWorkload w;
   w.window = r.contexts.back() + 1;
   w.windows = r.targets;
+  for (const int64_t c : r.contexts) w.tokens += double(r.targets) * double(c + 1);
   w.instance_bytes = double(r.targets) * (double(w.window) * double(sizeof(int32_t)) +
                                           double(r.contexts.size()) * double(sizeof(double)));
   return w;

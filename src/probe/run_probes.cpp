@@ -14,7 +14,9 @@ std::vector<PlannedProbe> plan_probes(const ProbeRequest& request, const ProbeSu
   std::vector<PlannedProbe> planned;
   for (const auto& name : request.names) {
     const Probe& probe = find_probe(name, where);
-    planned.push_back({&probe, resolve_probe_values(probe, request, subject, where)});
+    auto values = resolve_probe_values(probe, request, subject, where);
+    const double tokens = probe.workload(subject, values).tokens;
+    planned.push_back({&probe, std::move(values), tokens});
   }
   return planned;
 }
@@ -34,6 +36,8 @@ std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
       fmt::print(stderr, "  {}probe {}: {:5.1f}%  {} elapsed, ~{} left\n", label, p.probe->name,
                  100.0 * fraction, format_duration(s), format_duration(left));
     };
+    fmt::print(stderr, "  {}probe {}: {:.3g} tokens to forward ({})\n", label, p.probe->name,
+               p.tokens, p.probe->cost);
     ProbeOutput out;
     out.name = p.probe->name;
     out.values = p.values;

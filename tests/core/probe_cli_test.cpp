@@ -151,6 +151,14 @@ TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
       {{"--probes", "copy", "--probe-seed", "99999999999999999999"},
        "--probe-seed 99999999999999999999 is out of range"},
       {{"--probe-seed", "3"}, "--probe-seed 3 seeds the probes, but no --probes is given"},
+      // Issue 42: a plan past the token ceiling is refused naming its options.
+      {{"--probes", "copy", "--probe-set", "copy.count=100000", "--probe-set",
+        "copy.distances=10000"},
+       "past the 1e+09 a probe may forward"},
+      {{"--probes", "copy", "--probe-max-tokens", "100"},
+       "raise the ceiling with --probe-max-tokens"},
+      {{"--probes", "copy", "--probe-max-tokens", "0"}, "--probe-max-tokens 0 must be >= 1"},
+      {{"--probe-max-tokens", "100"}, "--probe-max-tokens needs --probes"},
       // Issue 44: probes score the model without an aid, so they are not shown under one.
       {{"--probes", "copy", "--aid", "yarn"}, "but --aid yarn applies one"},
   };

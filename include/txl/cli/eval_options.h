@@ -43,7 +43,8 @@ struct EvalCliOptions {
   // instances are drawn with.
   std::optional<std::string> probes;
   std::vector<std::string> probe_sets;
-  std::optional<int64_t> probe_seed;  // absent: 1
+  std::optional<int64_t> probe_seed;        // absent: 1
+  std::optional<int64_t> probe_max_tokens;  // absent: kProbeTokenCeiling
 };
 
 // How the help texts name the defaults' source: eval says "the run's", compare "the first

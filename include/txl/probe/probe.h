@@ -98,7 +98,12 @@ struct ProbeWorkload {
   double instance_bytes = 0;
   int64_t window = 0;
   int64_t windows = 0;
+  double tokens = 0;  // tokens forwarded in all (the probe's cost formula, evaluated)
 };
+
+// The most tokens a probe plan forwards unless asked for more (--probe-max-tokens, a study's
+// probes.max_tokens): 10^9 tokens take hours on a CPU.
+inline constexpr double kProbeTokenCeiling = 1e9;
 
 struct Probe {
   const char* name;         // --probes value
@@ -134,6 +139,7 @@ struct ProbeRequest {
   std::vector<std::string> names;
   std::map<std::string, std::map<std::string, std::vector<double>>> settings;  // probe -> key
   uint64_t seed = 1;
+  double max_tokens = kProbeTokenCeiling;  // a probe forwarding more is refused
 };
 
 // --probes "copy,passkey" and --probe-set "copy.distances=32,64" (repeatable): InputError

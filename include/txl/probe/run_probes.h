@@ -14,6 +14,7 @@ namespace txl {
 struct PlannedProbe {
   const Probe* probe = nullptr;
   ProbeValues values;
+  double tokens = 0;  // tokens it will forward (ProbeWorkload::tokens)
 };
 
 // Every requested probe resolved and checked on the subject (InputError naming `where` and
