@@ -110,12 +110,27 @@ std::vector<std::vector<ProbeMetric>> recl_group(const std::vector<nlohmann::jso
   for (size_t i = 0; i < details.size(); ++i) {
     for (const auto& curve : r.curves)
       out[i].push_back({"RECL (tokens)", "r", curve.ratio, double(curve.recl[i])});
+    // Beside the paper's number, the search that does not count gain from flattening, and how
+    // many steps were marked (recl.h).
+    for (const auto& curve : r.curves)
+      out[i].push_back({"RECL without gain from flattening (tokens)", "r", curve.ratio,
+                        double(curve.recl_without_flattening[i])});
+    for (const auto& curve : r.curves) {
+      double marked = 0;
+      for (const auto& step : curve.steps) marked += step.flattening[i] ? 1 : 0;
+      out[i].push_back({"steps marked gain from flattening", "r", curve.ratio, marked});
+    }
     for (const auto& curve : r.curves) {
       for (const auto& step : curve.steps) {
         ProbeMetric m{fmt::format("relative gain from c to c + step, r = {:g}", curve.ratio), "c",
                       double(step.from), step.relative_gain[i]};
         m.in_table = false;  // Figure 3's curve: drawn, and in the JSON
         out[i].push_back(m);
+        ProbeMetric rise{
+            fmt::format("own mean loss rise from c to c + step (nats), r = {:g}", curve.ratio), "c",
+            double(step.from), step.own_to[i] - step.own_from[i]};
+        rise.in_table = false;
+        out[i].push_back(rise);
       }
     }
   }

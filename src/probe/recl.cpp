@@ -45,6 +45,26 @@ std::pair<double, double> step_gain(const ContextLossTable& t, size_t i, size_t 
   return {(e_same - e_next) / e_same, e_same - e_next};
 }
 
+// Model i's own mean loss over `top` at c_k and c_{k+1}, and the 95% lower bound of the paired
+// rise (normal approximation over the targets).
+void add_own_losses(const ContextLossTable& t, size_t i, size_t k, const std::vector<size_t>& top,
+                    ReclStep& step) {
+  double from = 0, to = 0, sum = 0, sum_sq = 0;
+  for (const size_t j : top) {
+    const double d = t.losses[i][k + 1][j] - t.losses[i][k][j];
+    from += t.losses[i][k][j];
+    to += t.losses[i][k + 1][j];
+    sum += d;
+    sum_sq += d * d;
+  }
+  const double n = static_cast<double>(top.size());
+  const double mean = sum / n;
+  const double var = n > 1 ? std::max(0.0, (sum_sq - n * mean * mean) / (n - 1)) : 0.0;
+  step.own_from.push_back(from / n);
+  step.own_to.push_back(to / n);
+  step.own_rise_lo.push_back(n > 1 ? mean - 1.96 * std::sqrt(var / n) : -INFINITY);
+}
+
 ReclCurve recl_curve(const ContextLossTable& t, double ratio, double threshold) {
   const size_t models = t.models.size(), grid = t.contexts.size();
   ReclCurve curve;
@@ -59,6 +79,8 @@ ReclCurve recl_curve(const ContextLossTable& t, double ratio, double threshold) 
       const auto [relative, absolute] = step_gain(t, i, k, b, top);
       step.relative_gain.push_back(relative);
       step.gain.push_back(absolute);
+      add_own_losses(t, i, k, top, step);
+      step.flattening.push_back(relative >= threshold && step.own_rise_lo.back() > 0);
     }
     curve.steps.push_back(std::move(step));
   }
@@ -67,6 +89,11 @@ ReclCurve recl_curve(const ContextLossTable& t, double ratio, double threshold) 
     while (k + 1 < grid && curve.steps[k].relative_gain[i] >= threshold) ++k;
     curve.recl.push_back(t.contexts[k]);
     curve.at_grid_end.push_back(k + 1 == grid);
+    k = 0;
+    while (k + 1 < grid && curve.steps[k].relative_gain[i] >= threshold &&
+           !curve.steps[k].flattening[i])
+      ++k;
+    curve.recl_without_flattening.push_back(t.contexts[k]);
   }
   return curve;
 }

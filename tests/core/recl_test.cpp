@@ -71,6 +71,40 @@ TEST(Recl, ThresholdDecidesAndTheGridEndIsALowerBound) {
   EXPECT_TRUE(curve.at_grid_end[0]);
 }
 
+// Issue 42: a model whose predictions flatten gains by the paper's rule while its own loss
+// gets worse. Two models, contexts 1, 2, 3, 100 targets: "flat" loses 1 nat on the 50 targets
+// that were hard (5 -> 4) and gains 2 on the 50 easy ones (1 -> 3) from c = 1 to 2, then
+// gains 0.5 on every target from 2 to 3; "steady" keeps its losses.
+TEST(Recl, GainWhileTheModelsOwnLossRisesIsMarkedAsFlattening) {
+  ContextLossTable t;
+  t.models = {"flat", "steady"};
+  t.contexts = {1, 2, 3};
+  for (int64_t j = 0; j < 100; ++j) t.targets.push_back(10 + j);
+  std::vector<double> hard_easy, flattened, later;
+  for (int j = 0; j < 100; ++j) {
+    hard_easy.push_back(j < 50 ? 5.0 : 1.0);
+    flattened.push_back(j < 50 ? 4.0 : 3.0);
+    later.push_back(j < 50 ? 3.5 : 2.5);
+  }
+  t.losses = {{hard_easy, flattened, later}, {hard_easy, hard_easy, hard_easy}};
+  const auto curve = compute_recl(t, {{1.0}, 0.01}).curves[0];
+  // b(1, t) = the losses at c = 1 (both models equal); f_flat(1, 2) = mean min(b, l) = 2.5
+  // against 3: the paper's rule counts the step. Its own mean loss rises from 3 to 3.5: paired
+  // rises of -1 and +2, mean 0.5 with a standard error 0.151, lower bound 0.204 > 0: marked.
+  const auto& first = curve.steps[0];
+  EXPECT_NEAR(first.relative_gain[0], 1 - std::exp(-0.5), 1e-12);
+  EXPECT_NEAR(first.own_from[0], 3.0, 1e-12);
+  EXPECT_NEAR(first.own_to[0], 3.5, 1e-12);
+  EXPECT_NEAR(first.own_rise_lo[0], 0.5 - 1.96 * std::sqrt(225.0 / 99.0 / 100.0), 1e-9);
+  EXPECT_TRUE(first.flattening[0]);
+  EXPECT_FALSE(first.flattening[1]) << "no gain, no mark";
+  // From 2 to 3 the flat model's own loss falls 0.5 everywhere: a real gain, not marked.
+  EXPECT_FALSE(curve.steps[1].flattening[0]);
+  // The paper's RECL counts both steps; without the flattening step the search stops at once.
+  EXPECT_EQ(curve.recl, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(curve.recl_without_flattening, (std::vector<int64_t>{1, 1}));
+}
+
 TEST(Recl, GroupsNeedTheSameContextsAndTargets) {
   ContextLossTable a = hand_table(), b = hand_table();
   a.models = {"A"};

@@ -9,6 +9,14 @@
 // Search from c = c_0: while c' = c + Delta is on the grid and g_i(c, c') >= threshold (the
 // paper's 0.01), c = c'. RECL_i = the last c. A RECL at the grid's last value is a lower
 // bound (`at_grid_end`). Figure 3's curve is g at every step of the grid.
+//
+// Gain from flattening: min(b, l) counts a target whose loss falls below the baseline and
+// clips one whose loss rises, so a model whose predictions flatten (lower loss on the hardest
+// targets, higher on the rest) shows gain while its own loss gets worse. Each step therefore
+// also carries the model's own mean loss over the same targets T(c) at c and at c', with a 95%
+// interval on the paired rise; a step with g >= threshold whose own loss rises by more than
+// that interval is marked `flattening`. `recl_without_flattening` is the same search stopping
+// at a marked step too; RECL itself is the paper's number, unchanged.
 #pragma once
 
 #include <cstdint>
@@ -25,16 +33,20 @@ struct ReclOptions {
 };
 
 struct ReclStep {
-  int64_t from = 0, to = 0;           // c, c'
-  std::vector<double> relative_gain;  // [N] g_i(c, c')
-  std::vector<double> gain;           // [N] exp f_i(c, c) - exp f_i(c, c') (Figure 3)
+  int64_t from = 0, to = 0;              // c, c'
+  std::vector<double> relative_gain;     // [N] g_i(c, c')
+  std::vector<double> gain;              // [N] exp f_i(c, c) - exp f_i(c, c') (Figure 3)
+  std::vector<double> own_from, own_to;  // [N] mean l_i(c, t), l_i(c', t) over t in T(c)
+  std::vector<double> own_rise_lo;       // [N] the paired rise's 95% lower bound
+  std::vector<bool> flattening;          // [N] gain while the own loss rises (see above)
 };
 
 struct ReclCurve {
   double ratio = 0.0;
-  std::vector<int64_t> recl;      // [N]
-  std::vector<bool> at_grid_end;  // [N] the search stopped at the grid's end
-  std::vector<ReclStep> steps;    // every consecutive pair of the grid
+  std::vector<int64_t> recl;                     // [N]
+  std::vector<bool> at_grid_end;                 // [N] the search stopped at the grid's end
+  std::vector<int64_t> recl_without_flattening;  // [N] stopping at a flattening step too
+  std::vector<ReclStep> steps;                   // every consecutive pair of the grid
 };
 
 struct ReclResult {
