@@ -84,6 +84,12 @@ TEST(Interop, TheReferencesOwnStateDictsImportAndGiveItsNll) {
       sum_want += want[k];
     }
     EXPECT_NEAR(sum_got / sum_want, 1.0, 1e-6);
+    double worst = 0;
+    for (size_t k = 0; k < want.size(); ++k)
+      worst = std::max(worst, std::abs(got[k] / want[k] - 1));
+    std::printf("%s: mean NLL %.9f (reference %.9f), largest per-token relative difference %.2e\n",
+                model.c_str(), sum_got / double(want.size()), sum_want / double(want.size()),
+                worst);
     const auto origin = nlohmann::json::parse(read_text(run + "/origin.json"));
     EXPECT_EQ(origin.at("names"), "reference");
   }
