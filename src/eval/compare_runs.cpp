@@ -38,11 +38,33 @@ struct ComparedRuns {
   std::vector<std::vector<std::string>> skipped;  // per run and length: why not ("" = evaluated)
 };
 
+// The same run with the same aid twice (runs/a and ./runs/a/ alike) would be a difference
+// paired against itself: refused, naming both arguments.
+void refuse_repeated_runs(const std::vector<RunSpec>& specs) {
+  std::vector<std::string> keys;
+  for (const auto& spec : specs) {
+    std::error_code ec;
+    const auto path = std::filesystem::weakly_canonical(std::filesystem::absolute(spec.dir), ec);
+    keys.push_back((ec ? spec.dir : path.string()) + spec.suffix);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (keys[i] != keys[j]) continue;
+      throw InputError(fmt::format(
+          "run {} is given twice (arguments {} and {}): its columns would be identical and their "
+          "difference paired against itself; give each run once (DIR@aid compares one run with "
+          "an aid against itself without it)",
+          specs[i].dir + specs[i].suffix, j + 1, i + 1));
+    }
+  }
+}
+
 // 1. The runs: complete and with the same vocabulary.
 ComparedRuns load_compared_runs(const CompareOptions& o) {
   if (o.runs.empty()) throw InputError("txl compare needs at least one run directory");
   ComparedRuns c;
   for (const auto& arg : o.runs) c.specs.push_back(parse_run_spec(arg, o.settings));
+  refuse_repeated_runs(c.specs);
   for (const auto& spec : c.specs) c.runs.push_back(load_run(spec.dir, o.checkpoint, o.device));
   for (size_t i = 1; i < c.runs.size(); ++i) {
     const TokenizerKind first = c.runs[0].vocab.kind();

@@ -8,6 +8,7 @@
 #include "txl/model/position_score.h"
 #include "txl/platform/resources.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -61,16 +62,15 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
 
 void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
-  constexpr double kGB = 1e9;
   const EvalProtocol& protocol = eval_protocol(r.method);
   const std::string pass = protocol.describe_pass(e.pass);
   const std::string hint = protocol.memory_hint(e.pass);
   throw InputError(fmt::format(
-      "evaluating at length {} ({}) needs about {:.1f} GB of memory ({:.1f} GB of hidden "
-      "states, {:.1f} GB of attention scores, {:.1f} GB of logits, {:.1f} GB of memory) but "
-      "only {:.1f} GB is available; {}",
-      r.length, pass, e.total_bytes() / kGB, e.hidden_bytes / kGB, e.attention_bytes / kGB,
-      e.output_bytes / kGB, e.memory_bytes / kGB, available_bytes / kGB, hint));
+      "evaluating at length {} ({}) needs about {} of memory ({} of hidden states, {} of "
+      "attention scores, {} of logits, {} of memory) but only {} of memory is available; {}",
+      r.length, pass, format_bytes(e.total_bytes()), format_bytes(e.hidden_bytes),
+      format_bytes(e.attention_bytes), format_bytes(e.output_bytes), format_bytes(e.memory_bytes),
+      format_bytes(available_bytes), hint));
 }
 
 void check_eval_fits(const TransformerLM& model, const EvalRequest& request, int64_t split_tokens) {

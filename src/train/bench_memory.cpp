@@ -8,6 +8,7 @@
 #include "txl/train/bench.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -24,16 +25,16 @@ void check_bench_memory(const std::vector<Config>& configs, int64_t vocab_size,
   }
   const double available = available_memory_bytes();
   if (available <= 0 || held + activations <= available) return;
-  constexpr double kGB = 1e9;
   const bool several = configs.size() > 1;
   throw InputError(fmt::format(
-      "{}: {} needs at least {:.2f} GB ({:.2f} GB of weights, gradients and AdamW state, "
-      "{:.2f} GB of one step's activations) but only {:.2f} GB of memory is available; {}use a "
+      "{}: {} needs at least {} ({} of weights, gradients and AdamW state, {} of one step's "
+      "activations) but only {} of memory is available; {}use a "
       "smaller model or train.batch_size",
       what,
       several ? fmt::format("the bench holds {} models at once and", configs.size())
               : std::string("the bench's model"),
-      (held + activations) / kGB, held / kGB, activations / kGB, available / kGB,
+      format_bytes(held + activations), format_bytes(held), format_bytes(activations),
+      format_bytes(available),
       several ? "time fewer encodings at a time (--encodings relative,absolute), or " : ""));
 }
 

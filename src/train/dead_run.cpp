@@ -11,6 +11,7 @@
 #include "txl/train/memory_estimate.h"
 #include "txl/util/fs.h"
 #include "txl/util/json.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -37,15 +38,14 @@ std::string dead_run_diagnosis(const std::string& dir, double available_bytes) {
       "holds a run that stopped before its first checkpoint (config.json without "
       "checkpoint.pt: it was killed, since a run that fails inside txl removes "
       "what it wrote)";
-  constexpr double kGB = 1e9;
   const double estimate = dead_run_estimate(paths);
   if (estimate > 0 && available_bytes > 0 && estimate > kCloseToMemoryShare * available_bytes) {
     why += fmt::format(
-        "; its memory estimate, {:.1f} GB, is close to the {:.1f} GB available here, so the "
+        "; its memory estimate, {}, is close to the {} available here, so the "
         "kernel's out-of-memory killer most likely stopped it (`dmesg` names it); make the model, "
         "train.batch_size or the segment smaller (`txl train --dry-run` shows the estimate by "
         "part), or use adaptive softmax for a large vocabulary",
-        estimate / kGB, available_bytes / kGB);
+        format_bytes(estimate), format_bytes(available_bytes));
   }
   return why + "; use --force to start again there, or another --run-dir";
 }

@@ -5,6 +5,7 @@
 #include "txl/config/encodings.h"
 #include "txl/model/adaptive_softmax.h"
 #include "txl/util/error.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -105,18 +106,18 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
 
 void check_training_memory(const MemoryEstimate& e, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
-  constexpr double kGB = 1e9;
   // The output layer over a large vocabulary is what adaptive softmax makes small.
   const bool vocabulary_dominates = !e.adaptive && e.vocabulary_bytes > 0.5 * e.total_bytes();
   throw InputError(fmt::format(
-      "this configuration needs at least {:.1f} GB to train ({:.3g} parameters: {:.1f} GB of "
-      "weights, {:.1f} GB of gradients, {:.1f} GB of AdamW state, {:.1f} GB of activations; "
-      "{:.1f} GB of it grows with the vocabulary of {} tokens) but only {:.1f} GB of memory is "
-      "available; {}make the model smaller (model.n_layer, model.d_model, model.d_inner) or "
+      "this configuration needs at least {} to train ({:.3g} parameters: {} of weights, {} of "
+      "gradients, {} of AdamW state, {} of activations; {} of it grows with the vocabulary of {} "
+      "tokens) but only {} of memory is available; {}make the model smaller (model.n_layer, "
+      "model.d_model, model.d_inner) or "
       "reduce train.batch_size, train.tgt_len or train.mem_len",
-      e.total_bytes() / kGB, e.parameters, e.weight_bytes / kGB, e.gradient_bytes / kGB,
-      e.optimizer_bytes / kGB, e.activation_bytes / kGB, e.vocabulary_bytes / kGB, e.vocab_size,
-      available_bytes / kGB,
+      format_bytes(e.total_bytes()), e.parameters, format_bytes(e.weight_bytes),
+      format_bytes(e.gradient_bytes), format_bytes(e.optimizer_bytes),
+      format_bytes(e.activation_bytes), format_bytes(e.vocabulary_bytes), e.vocab_size,
+      format_bytes(available_bytes),
       vocabulary_dominates ? "use adaptive softmax (model.adaptive: README, Adaptive input and "
                              "softmax), a smaller vocabulary (data.max_vocab), or "
                            : ""));

@@ -242,14 +242,12 @@ void check_launch(const TrainRequest& request, int nproc, bool oversubscribe) {
   const double each = rank.total_bytes() + kProcessBaseBytes;
   const double available = available_memory_bytes();
   if (available > 0 && each * nproc > available) {
-    constexpr double kGB = 1e9;
     throw InputError(fmt::format(
-        "--nproc {}: {} processes need at least {:.1f} GB ({:.2f} GB each: the model, its "
-        "gradients and AdamW state, the activations of {} streams, and {:.1f} GB for LibTorch "
-        "itself) but only {:.1f} GB of memory is available; use fewer processes, or a smaller "
-        "model or train.batch_size",
-        nproc, nproc, each * nproc / kGB, each / kGB, rank_config.train.batch_size,
-        kProcessBaseBytes / kGB, available / kGB));
+        "--nproc {}: {} processes need at least {} ({} each: the model, its gradients and AdamW "
+        "state, the activations of {} streams, and {} for LibTorch itself) but only {} of memory "
+        "is available; use fewer processes, or a smaller model or train.batch_size",
+        nproc, nproc, format_bytes(each * nproc), format_bytes(each), rank_config.train.batch_size,
+        format_bytes(kProcessBaseBytes), format_bytes(available)));
   }
 }
 

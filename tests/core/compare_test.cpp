@@ -230,6 +230,11 @@ TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvalua
   };
   const EvalCliOptions none;
   const std::vector<Case> cases = {
+      {"compare rel rel (issue 44)",
+       [&] {
+         compare_in_process({t.rel, t.abs, t.rel + "/"}, none);
+       },
+       "is given twice (arguments 1 and 3)"},
       {"compare rel word",
        [&] {
          compare_in_process({t.rel, word}, none);
