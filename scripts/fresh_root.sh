@@ -7,7 +7,9 @@
 #   SUITE     a Debian suite debootstrap knows: trixie (13), bookworm (12)
 #   COMMAND   run by bash in the clone's root folder, as root
 # Environment:
-#   TXL_FRESH_DIR=DIR   where the root is made (default /var/tmp/txl-fresh-SUITE); emptied first
+#   TXL_FRESH_DIR=DIR   where the root is made (default /var/tmp/txl-fresh-SUITE): a folder that
+#                       does not exist yet, or holds a root this script made (its marker file
+#                       .txl-fresh-root); anything else is refused, never emptied
 #   TXL_FRESH_KEEP=1    keep the root afterwards (default: removed)
 # Needs root (debootstrap, chroot, mounts). Clones HEAD (uncommitted changes are not in it)
 # where the checkout is a git repository, else copies its files.
@@ -16,12 +18,21 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
 source "$repo/scripts/lib.sh"
 
-[[ $# -eq 2 && -n "$1" && -n "$2" ]] || { sed -n '5,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then usage; exit 0; fi
+[[ $# -eq 2 && -n "$1" && -n "$2" ]] || { usage >&2; exit 2; }
 suite="$1"
 command="$2"
 [[ "$suite" =~ ^[a-z]+$ ]] || { echo "error: suite '$suite' is not a Debian suite name (e.g. trixie)" >&2; exit 2; }
 root="${TXL_FRESH_DIR:-/var/tmp/txl-fresh-$suite}"
-[[ "$root" == /* && "$root" != / ]] || { echo "error: TXL_FRESH_DIR must be an absolute path other than /, got '$root'" >&2; exit 2; }
+[[ "$root" == /* ]] || { echo "error: TXL_FRESH_DIR must be an absolute path, got '$root'" >&2; exit 2; }
+root="$(realpath -m -- "$root")"  # links and .. resolved: the folder that would be emptied
+marker=.txl-fresh-root
+if [[ -e "$root" || -L "$root" ]] && [[ ! -f "$root/$marker" ]]; then
+  echo "error: TXL_FRESH_DIR $root exists and is not a root this script made (no $marker in" \
+    "it); it removes only its own folders: name one that does not exist yet" >&2
+  exit 2
+fi
 [[ $(id -u) -eq 0 ]] || { echo "error: scripts/fresh_root.sh needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
 
 ensure_packages fresh debootstrap git
@@ -41,12 +52,14 @@ unmount_all() {
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
   unmount_all
-  if [[ "${TXL_FRESH_KEEP:-0}" != 1 ]]; then rm -rf --one-file-system "$root"; fi
+  if [[ "${TXL_FRESH_KEEP:-0}" != 1 && -f "$root/$marker" ]]; then rm -rf --one-file-system "$root"; fi
 }
 
 t0=$SECONDS
 unmount_all
-rm -rf --one-file-system "$root"
+if [[ -f "$root/$marker" ]]; then rm -rf --one-file-system "$root"; fi
+mkdir -p "$root"
+touch "$root/$marker"
 trap cleanup EXIT
 log="$(mktemp)"
 if ! debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$log" 2>&1; then

@@ -9,6 +9,18 @@
 
 set -Eeuo pipefail
 
+# Every script answers -h / --help with its opening comment (its usage) and does nothing else,
+# whatever else is on the line (`gpu_check.sh deps --help` included). Sourced, this file sees
+# the script's own arguments.
+for txl_arg in "$@"; do
+  if [[ "$txl_arg" == -h || "$txl_arg" == --help ]]; then
+    txl_script="${BASH_SOURCE[${#BASH_SOURCE[@]} - 1]}"
+    awk 'NR == 1 && /^#!/ { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$txl_script"
+    exit 0
+  fi
+done
+unset txl_arg
+
 # Every unexpected non-zero status names the script, line, command and status before the
 # script ends (-E: functions and subshells inherit the trap).
 txl_on_error() {

@@ -1,5 +1,10 @@
 #include "txl/cli/output_path.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "txl/run/run_dir.h"
@@ -72,6 +77,18 @@ void check_output_path(const std::string& path, const std::string& option) {
   if (!is_directory(folder)) {
     throw InputError(shown + ": directory " + folder + " does not exist");
   }
+  // A file must be creatable there (write_file_atomic makes a temporary beside it): a
+  // read-only folder, or /proc/self/fd when the path is /dev/stdout into a pipe, is refused
+  // now, not after the work. Tried for real (permissions do not bind root): a probe file
+  // made and removed at once.
+  const std::string probe = folder + "/.txl-write-check." + std::to_string(getpid());
+  const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw InputError(shown + ": cannot create a file in " + folder + " (" + std::strerror(errno) +
+                     ")");
+  }
+  close(fd);
+  unlink(probe.c_str());
   std::error_code ec;
   const fs::path canonical = fs::canonical(folder, ec) / fs::path(target).filename();
   if (ec) throw InputError(shown + ": cannot resolve " + folder + ": " + ec.message());

@@ -74,6 +74,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
                       {"tokenizer", c.tokenizer},
                       {"bytes_per_token", c.bytes_per_token},
                       {"method", c.method},
+                      {"precision", c.precision},
                       {"lengths", c.lengths},
                       {"interval", to_json(c.bootstrap)},
                       {"runs", runs}};
@@ -113,8 +114,9 @@ const CompareRun* first_supported(const Comparison& c) {
 // The heading: corpus, method, and each run's encoding, training length and n/a lengths.
 std::string comparison_heading(const Comparison& c) {
   const CompareRun* any = first_supported(c);
-  std::string out = fmt::format("compare | corpus {} ({}) | {} split | method {}\n", c.corpus,
-                                c.data_dir, c.split, c.method);
+  std::string out =
+      fmt::format("compare | corpus {} ({}) | {} split | method {}{}\n", c.corpus, c.data_dir,
+                  c.split, c.method, c.precision == "fp32" ? "" : " | precision " + c.precision);
   // Settings that are the same for every run and differ per length (stride, memory).
   if (any && !any->results.empty()) out += "method " + describe_method(any->results.front()) + "\n";
   for (const auto& run : c.runs) {

@@ -254,6 +254,7 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   c.tokenizer = to_string(runs.runs[0].config.data.tokenizer);
   c.bytes_per_token = bytes_per_token(out.stats);
   c.method = to_string(o.settings.method);
+  c.precision = to_string(o.settings.precision);
   c.lengths = runs.lengths;
   c.per_position = o.per_position;
   for (size_t r = 0; r < runs.runs.size(); ++r) {

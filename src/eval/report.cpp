@@ -126,6 +126,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
           {"checkpoint", r.checkpoint},
           {"checkpoint_step", r.checkpoint_step},
           {"origin", r.origin},
+          {"precision", r.precision},
           {"interval", to_json(r.bootstrap)},
           {"results", results}};
 }
@@ -134,8 +135,9 @@ std::string format_report_table(const EvalReport& r) {
   const bool chars = reports_bpc(r.tokenizer);
   const bool bytes = r.bytes_per_token > 0;
   std::string out =
-      fmt::format("run {} | {} | {} split | {} step {} | trained at length {}\n", r.run, r.encoding,
-                  r.split, r.checkpoint, r.checkpoint_step, r.train_length);
+      fmt::format("run {} | {} | {} split | {} step {} | trained at length {}{}\n", r.run,
+                  r.encoding, r.split, r.checkpoint, r.checkpoint_step, r.train_length,
+                  r.precision == "fp32" ? "" : " | precision " + r.precision);
   if (!r.origin.empty()) out += r.origin + "\n";
   if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
   out += fmt::format(

@@ -41,6 +41,7 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
   report.checkpoint = evaluator.subject().checkpoint;
   report.checkpoint_step = run.state.step;
   report.origin = describe_origin(run.paths);
+  report.precision = to_string(o.settings.precision);
   report.per_position = o.per_position;
   report.bytes_per_token = bytes_per_token(out.stats);
   for (const int64_t length : lengths) {

@@ -189,6 +189,31 @@ std::string checkpoint_file(const RunPaths& paths, const std::string& which) {
   return paths.last_checkpoint();
 }
 
+namespace {
+
+// The lengths the checkpoint was trained at are what evaluation reports as the training length
+// and what it derives defaults from: config.json must say the same (an edited config, or a
+// checkpoint copied in from another run, is refused naming both).
+void check_training_lengths(const LoadedRun& run, const std::string& ckpt) {
+  const auto& saved = run.state.config;
+  if (!saved.is_object() || !saved.contains("train") || !saved["train"].is_object()) return;
+  const auto& train = saved["train"];
+  const std::pair<const char*, int64_t> keys[] = {{"tgt_len", run.config.train.tgt_len},
+                                                  {"mem_len", run.config.train.mem_len}};
+  for (const auto& [key, value] : keys) {
+    if (!train.contains(key) || !train[key].is_number_integer()) continue;
+    const int64_t trained = train[key].get<int64_t>();
+    if (trained == value) continue;
+    throw InputError(
+        fmt::format("{} was trained with train.{} {} but {} says {}: the checkpoint "
+                    "does not belong to this config (restore the config, or the "
+                    "run's own checkpoint)",
+                    ckpt, key, trained, run.paths.config(), value));
+  }
+}
+
+}  // namespace
+
 std::string describe_origin(const RunPaths& paths) {
   if (file_kind(paths.origin()) == FileKind::kMissing) return "";
   try {
@@ -229,6 +254,7 @@ LoadedRun load_run(const std::string& dir, const std::string& which, const torch
   if (run.state.vocab_checksum != run.vocab.checksum()) {
     throw InputError(ckpt + " was trained with a different vocabulary than " + run.paths.vocab());
   }
+  check_training_lengths(run, ckpt);
   run.model->eval();
   return run;
 }

@@ -64,6 +64,12 @@ TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
   fs::copy(run, dup_vocab_run, fs::copy_options::recursive);
   const std::string twin = dir + "/twin";  // compare needs two runs, not one run twice
   fs::copy(run, twin, fs::copy_options::recursive);
+  // A config whose training length is not the checkpoint's (issue 44).
+  const std::string relength = dir + "/relength";
+  fs::copy(run, relength, fs::copy_options::recursive);
+  std::string relength_config = read_text(relength + "/config.json");
+  relength_config.replace(relength_config.find("\"tgt_len\": 16"), 13, "\"tgt_len\": 32");
+  testing::write_text(relength + "/config.json", relength_config);
   std::string vocab = read_text(dup_vocab_run + "/vocab.json");
   vocab.insert(vocab.rfind('}'), ",\"tokenizer\":\"word\"");
   testing::write_text(dup_vocab_run + "/vocab.json", vocab);
@@ -124,6 +130,8 @@ TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
        "duplicate key \"data\""},
       {"duplicate_key", {"train", "--config", dup_key, "--run-dir", fresh}, 2,
        "duplicate key \"model.n_layer\""},
+      {"checkpoint_of_another_length", {"eval", "--run", relength, "--lengths", "16"}, 2,
+       "was trained with train.tgt_len 16 but"},
       {"duplicate_vocab_key", {"eval", "--run", dup_vocab_run, "--lengths", "16", "--json", json},
        2, "vocab.json: duplicate key \"tokenizer\""},
       // More memory than the machine gives: refused from the estimate

@@ -6,6 +6,7 @@
 // through the executable on a trained run for every command that writes one.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -117,6 +118,15 @@ TEST(OutputPath, DirectoriesFifosSocketsDevicesAndMissingFoldersAreRefused) {
     const std::string message = refusal(path);
     EXPECT_NE(message.find(expected), std::string::npos) << path << ": " << message;
   }
+  // Issue 44: --json /dev/stdout into a pipe (a link to /proc/self/fd/pipe:[N]) failed with
+  // exit 1 after all the work; a folder where no file can be created is refused at once.
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(ends[1]);
+  EXPECT_NE(refusal(pipe_path).find("cannot create a file in /proc/self/fd"), std::string::npos)
+      << refusal(pipe_path);
+  ::close(ends[0]);
+  ::close(ends[1]);
   EXPECT_EQ(file_kind(fifo), FileKind::kFifo);
   EXPECT_EQ(file_kind(sock), FileKind::kSocket);
   EXPECT_EQ(file_kind("/dev/null"), FileKind::kCharDevice);

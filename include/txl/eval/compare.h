@@ -37,9 +37,10 @@ struct Comparison {
   std::string corpus;  // data.dir's last component
   std::string data_dir;
   std::string split;
-  std::string tokenizer;       // char | byte | word | bpe | unigram
-  double bytes_per_token = 0;  // of the split (report.h: EvalReport::bytes_per_token)
-  std::string method;          // nonoverlap | sliding | memory
+  std::string tokenizer;           // char | byte | word | bpe | unigram
+  double bytes_per_token = 0;      // of the split (report.h: EvalReport::bytes_per_token)
+  std::string method;              // nonoverlap | sliding | memory
+  std::string precision = "fp32";  // fp32 | bf16 (--precision)
   std::vector<int64_t> lengths;
   std::vector<CompareRun> runs;
   BootstrapOptions bootstrap;

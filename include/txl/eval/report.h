@@ -19,6 +19,7 @@ struct EvalReport {
   std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;
   std::string origin;  // "imported from FILE (...)" for a run made by txl import, else ""
+  std::string precision = "fp32";  // fp32 | bf16 (--precision): in the JSON and the table
   std::vector<EvalResult> results;
   std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)
   BootstrapOptions bootstrap;
