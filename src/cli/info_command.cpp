@@ -13,6 +13,7 @@
 #include "txl/platform/onednn.h"
 #include "txl/platform/runtime.h"
 #include "txl/train/distributed.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -57,6 +58,11 @@ int run_info(const InfoOptions& o) {
   const std::string flags = to_string(cpu);
   fmt::print("cpu flags    {}{}\n", flags.empty() ? "(none of those txl uses)" : flags,
              forced != nullptr ? " (from TXL_CPU_FLAGS)" : "");
+  // A pasted /proc/cpuinfo line names many flags txl does not read; a typo is one of them.
+  if (forced != nullptr && !unknown_cpu_flags(forced).empty()) {
+    fmt::print("note         TXL_CPU_FLAGS names {} that txl does not read (ignored): {}\n",
+               unknown_cpu_flags(forced).size(), join(unknown_cpu_flags(forced), " "));
+  }
   const auto plan = plan_cpu(cpu, {});
   fmt::print("bf16         {}\n", to_string(plan.bf16));
   if (!blas.warning.empty()) fmt::print("warning      {}\n", blas.warning);

@@ -133,6 +133,19 @@ CpuFlags parse_cpu_flags(const std::string& list) {
   return f;
 }
 
+std::vector<std::string> unknown_cpu_flags(const std::string& list) {
+  std::string spaced = list;
+  std::replace(spaced.begin(), spaced.end(), ',', ' ');
+  std::istringstream words(spaced);
+  std::vector<std::string> unknown;
+  for (std::string w; words >> w;) {
+    const bool known = std::any_of(std::begin(kFlagFields), std::end(kFlagFields),
+                                   [&](const auto& ff) { return lower(w) == ff.name; });
+    if (!known) unknown.push_back(w);
+  }
+  return unknown;
+}
+
 std::string to_string(const CpuFlags& flags) {
   std::string out;
   for (const auto& ff : kFlagFields) {
@@ -145,7 +158,8 @@ std::string to_string(const CpuFlags& flags) {
 
 CpuFlags detect_cpu_flags() {
   const char* forced = std::getenv("TXL_CPU_FLAGS");
-  return forced != nullptr ? parse_cpu_flags(forced) : cpuid_flags();
+  if (forced == nullptr) return cpuid_flags();
+  return parse_cpu_flags(forced);
 }
 
 std::string cpu_model_name() {

@@ -177,7 +177,11 @@ int run_study(const StudyOptions& options) {
     throw InputError("txl study needs --config FILE (a study config)");
   if (options.jobs < 1)
     throw InputError("--jobs " + std::to_string(options.jobs) + " must be >= 1");
-  const StudyOptions o = share_threads(options);
+  // No more processes than cells: --jobs 1000 on 4 cells shares the cores among 4.
+  StudyOptions capped = options;
+  const auto grid_cells = static_cast<int64_t>(read_study(options.config_path, 0).cells.size());
+  capped.jobs = std::max<int64_t>(1, std::min<int64_t>(options.jobs, grid_cells));
+  const StudyOptions o = share_threads(capped);
   const StudySpec spec = read_study(o.config_path, o.threads);
   const StudyPaths paths{o.out_dir.empty() ? default_study_dir(o.config_path) : o.out_dir};
   check_folder_can_be_made(paths.dir, "--out");

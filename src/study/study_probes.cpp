@@ -285,7 +285,9 @@ std::string probes_markdown(
   md +=
       "Each cell: mean over the seeds of the study's groups, with the 95% t interval over "
       "seeds in brackets (instances drawn from the split with the seed stated below, the "
-      "same for every cell).\n\n";
+      "same for every cell). With few seeds the t interval is wide and symmetric, so it can "
+      "reach past what the quantity can take (a negative RECL, an accuracy above 1): read such "
+      "a bound as \"no limit on that side\", and add seeds to narrow it.\n\n";
   const auto lines = probe_line_plots(probes);
   const auto maps = probe_heatmaps(probes);
   for (const auto& s : probes.sections) {

@@ -49,6 +49,9 @@ TEST(CpuFlags, ParsesLinuxNamesIgnoringTheRest) {
   EXPECT_EQ(to_string(parse_cpu_flags("AVX2, fma,avx")), "avx avx2 fma") << "commas and case";
   EXPECT_EQ(to_string(parse_cpu_flags("")), "");
   EXPECT_EQ(to_string(parse_cpu_flags("avx512")), "") << "no prefix matching";
+  EXPECT_EQ(unknown_cpu_flags("avx2, avx512bf16 FMA sse"),
+            (std::vector<std::string>{"avx512bf16", "sse"}))
+      << "txl info lists them (a typo among them)";
 }
 
 TEST(CpuPlan, AmdAvx2OnlyKeepsOpenBlasChoiceAndWarnsAboutBf16) {

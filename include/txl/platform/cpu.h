@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace txl {
 
@@ -35,6 +36,8 @@ struct CpuFlags {
 // The flags named in `list` (/proc/cpuinfo names separated by spaces or commas; names txl
 // does not use are ignored, so a whole "flags" line can be given).
 CpuFlags parse_cpu_flags(const std::string& list);
+// The names in `list` that are not flags txl knows (a typo such as "avx512bf16"), in order.
+std::vector<std::string> unknown_cpu_flags(const std::string& list);
 
 // The names of the set flags, space-separated, in the order of CpuFlags.
 std::string to_string(const CpuFlags& flags);
