@@ -39,11 +39,13 @@ struct Plugin {
   txl_spm_release_fn release = nullptr;
 };
 
-// Where the plugin may be: $TXL_SPM_PLUGIN, beside the running executable, the build folder.
+// Where the plugin may be: $TXL_SPM_PLUGIN alone when it is set (a missing file or one that
+// is not the plugin is then the problem reported, not passed over for another copy), else
+// beside the running executable, then the build folder.
 std::vector<std::string> plugin_candidates() {
   std::vector<std::string> out;
   if (const char* env = std::getenv("TXL_SPM_PLUGIN"); env != nullptr && *env != '\0') {
-    out.push_back(env);
+    return {env};
   }
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
