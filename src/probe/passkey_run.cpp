@@ -8,11 +8,12 @@ namespace txl {
 namespace {
 
 PasskeyCell score_cell(TransformerLM& model, const std::vector<PasskeyInstance>& trials,
-                       const PasskeyProbeOptions& o) {
+                       const PasskeyProbeOptions& o, const std::function<void(double)>& progress) {
   std::vector<std::vector<int32_t>> windows;
   for (const auto& t : trials) windows.push_back(t.window);
   ProbeScoreOptions scoring = o.scoring;
   scoring.want_argmax = true;
+  scoring.progress = progress;
   const auto scored = score_windows(model, windows, o.key_len, scoring);
   PasskeyCell cell;
   const auto& first = trials.front();
@@ -57,8 +58,12 @@ PasskeyProbeResult run_passkey_probe(TransformerLM& model, const std::vector<int
   for (size_t first = 0; first < instances.size(); first += per_cell) {
     const std::vector<PasskeyInstance> cell(instances.begin() + long(first),
                                             instances.begin() + long(first + per_cell));
-    result.cells.push_back(score_cell(model, cell, options));
-    done += static_cast<double>(per_cell * static_cast<size_t>(cell.front().length));
+    const double cell_tokens = static_cast<double>(per_cell * size_t(cell.front().length));
+    std::function<void(double)> within;  // a window of 16,000 tokens takes a while: show it
+    if (options.progress)
+      within = [&](double f) { options.progress((done + f * cell_tokens) / total); };
+    result.cells.push_back(score_cell(model, cell, options, within));
+    done += cell_tokens;
     if (options.progress) options.progress(done / total);
   }
   return result;

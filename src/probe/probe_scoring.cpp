@@ -68,6 +68,13 @@ ScoredWindows score_windows(TransformerLM& model, const std::vector<std::vector<
     f.score_from = n - 1 - scored;
     f.want_logits = options.want_argmax;
     f.observer = options.observer;
+    if (options.progress) {
+      const double layers = static_cast<double>(model->config().n_layer);
+      const double total = static_cast<double>(windows.size());
+      f.progress = [&, first, count, layers, total](double done_layers) {
+        options.progress((double(first) + double(count) * done_layers / layers) / total);
+      };
+    }
     const auto result = model->forward(w.narrow(1, 0, n - 1), Memory{}, f);
     const auto nll = result.nll.to(torch::kCPU, torch::kFloat64).contiguous();  // [b, scored]
     torch::Tensor argmax;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "txl/util/text.h"
 
@@ -27,10 +28,12 @@ std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
   for (const auto& p : planned) {
     const auto start = std::chrono::steady_clock::now();
     double last_shown = -1.0;
+    bool finished = false;  // 100% shown once, however many parts report it
     const auto progress = [&](double fraction) {
       const double s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (s - last_shown < 2.0 && fraction < 1.0) return;
+      if (fraction >= 1.0 && std::exchange(finished, true)) return;
       last_shown = s;
       const double left = fraction > 0 ? s / fraction - s : 0.0;
       fmt::print(stderr, "  {}probe {}: {:5.1f}%  {} elapsed, ~{} left\n", label, p.probe->name,

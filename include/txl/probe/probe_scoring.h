@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "txl/config/config.h"
@@ -29,6 +30,9 @@ struct ProbeScoreOptions {
   Precision precision = Precision::kFp32;
   bool want_argmax = false;               // also the argmax token of every scored target
   AttentionObserver* observer = nullptr;  // attention statistics (attention_stats.h)
+  // The fraction of this call's windows done, inside a forward pass too (layer by layer), so
+  // that one long window shows progress. May be empty.
+  std::function<void(double)> progress;
 };
 
 // Per window, its last `scored` targets.
