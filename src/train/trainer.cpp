@@ -189,6 +189,14 @@ void save_run(TrainRun& run, const std::string& path) {
   try {
     save_checkpoint(path, run.state, run.model, &run.optimizer, memory);
   } catch (const std::exception& e) {
+    // Before the first checkpoint there is nothing to resume (run_training then removes what
+    // the run wrote and says so): one message, the true one.
+    if (!is_regular_file(RunPaths{run.options.run_dir}.last_checkpoint())) {
+      throw std::runtime_error(fmt::format(
+          "step {}: {}; no checkpoint had been written yet, so there is nothing to resume: free "
+          "space (or fix the cause) and start the run again",
+          run.state.step, error_text(e)));
+    }
     // write_file_atomic removed its temporary: the previous checkpoint is untouched.
     throw std::runtime_error(fmt::format(
         "step {}: {}; the previous checkpoints are intact. Free space (or fix the cause) "
