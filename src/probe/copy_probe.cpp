@@ -76,8 +76,18 @@ CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>&
       repeated.push_back(inst.repeated);
       control.push_back(inst.control);
     }
-    const auto with_copy = span_losses(model, repeated, options.span, options.scoring);
-    const auto without = span_losses(model, control, options.span, options.scoring);
+    // Progress inside the distance too: the repeated windows are its first half, the controls
+    // its second (a distance of 200,000 tokens is one long pass per window).
+    const double share = static_cast<double>(2 * options.span + d);
+    ProbeScoreOptions scoring = options.scoring;
+    double half = 0;
+    if (options.progress)
+      scoring.progress = [&](double f) {
+        options.progress((done + (half + f) / 2 * share) / total);
+      };
+    const auto with_copy = span_losses(model, repeated, options.span, scoring);
+    half = 1;
+    const auto without = span_losses(model, control, options.span, scoring);
     std::vector<double> gains;
     for (size_t i = 0; i < with_copy.size(); ++i) gains.push_back(without[i] - with_copy[i]);
     CopyDistanceRow row;
@@ -88,7 +98,7 @@ CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>&
     row.gain = mean_of(gains);
     row.gain_interval = mean_interval(gains);
     result.rows.push_back(row);
-    done += static_cast<double>(2 * options.span + d);
+    done += share;
     if (options.progress) options.progress(done / total);
   }
   return result;
