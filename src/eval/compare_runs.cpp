@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 
 #include "txl/config/encodings.h"
@@ -15,6 +14,7 @@
 #include "txl/eval/protocol.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
+#include "txl/util/fs.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -42,11 +42,7 @@ struct ComparedRuns {
 // paired against itself: refused, naming both arguments.
 void refuse_repeated_runs(const std::vector<RunSpec>& specs) {
   std::vector<std::string> keys;
-  for (const auto& spec : specs) {
-    std::error_code ec;
-    const auto path = std::filesystem::weakly_canonical(std::filesystem::absolute(spec.dir), ec);
-    keys.push_back((ec ? spec.dir : path.string()) + spec.suffix);
-  }
+  for (const auto& spec : specs) keys.push_back(same_file_key(spec.dir) + spec.suffix);
   for (size_t i = 0; i < keys.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (keys[i] != keys[j]) continue;

@@ -36,12 +36,6 @@ std::string stem_of(const std::string& out) {
                   out));
 }
 
-std::string same_file_key(const std::string& path) {
-  std::error_code ec;
-  const fs::path p = fs::weakly_canonical(fs::absolute(link_target(path)), ec);
-  return ec ? path : p.string();
-}
-
 // An output of export: not a file of the run it reads, not something that exists (without
 // force), not something other than a regular file, in a folder that can be written.
 void check_output(const std::string& path, const ExportOptions& o, const RunPaths& run) {

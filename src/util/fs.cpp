@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
@@ -158,6 +159,17 @@ void write_file_atomic(const std::string& given, const std::vector<std::string_v
 }
 
 bool is_directory(const std::string& path) { return file_kind(path) == FileKind::kDirectory; }
+
+std::string same_file_key(const std::string& path) {
+  try {
+    std::error_code ec;
+    const auto p =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(link_target(path)), ec);
+    return ec ? path : p.string();
+  } catch (const InputError&) {
+    return path;
+  }
+}
 
 bool is_regular_file(const std::string& path) { return file_kind(path) == FileKind::kRegular; }
 

@@ -56,6 +56,11 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // large payload need not be copied behind its header).
 void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces);
 
+// The file or folder a path names, as text two paths can be compared by (the same text: the
+// same file): absolute, links followed (a dangling last link too), `.` and `..` gone; the path
+// as given where it cannot be resolved (a loop of links).
+std::string same_file_key(const std::string& path);
+
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);
 
