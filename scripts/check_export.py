@@ -29,23 +29,14 @@ import struct
 import sys
 import warnings
 
-try:
-    import torch
-except ImportError:
-    # Another python3 (pyenv, a venv) may come first on PATH; Debian's python3-torch lives
-    # under /usr/bin/python3.
-    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and \
-            os.path.exists("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    raise
-import torch.nn as nn
-import numpy as np
-
-
-# Shared with the fixture script (same folder): importing the reference, per-layer u/v.
+# Shared with the fixture script (same folder): finding PyTorch (it restarts under Debian's
+# /usr/bin/python3 when another python3 lacks torch), importing the reference, per-layer u/v.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_fixture import load_reference  # noqa: E402
 from reference_fixture import untie_relative_biases as use_per_layer_biases  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import numpy as np  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
