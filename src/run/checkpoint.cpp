@@ -171,12 +171,13 @@ void save_checkpoint(const std::string& path, const TrainState& state, Transform
   if (model->device().is_cuda()) {
     archive.write("rng_cuda", default_generator(model->device()).get_state(), /*is_buffer=*/true);
   }
-  std::ostringstream payload_stream;
-  archive.save_to(payload_stream);
-  const std::string payload = payload_stream.str();
   const std::string meta = meta_json(state, model, optimizer, memory).dump();
-
-  write_file_atomic(path, encode_checkpoint_file(meta, payload));
+  write_checkpoint_file(path, meta, [&](const PayloadSink& sink) {
+    archive.save_to([&](const void* data, size_t size) {
+      sink(data, size);
+      return size;
+    });
+  });
 }
 
 TrainState read_checkpoint_state(const std::string& path) {

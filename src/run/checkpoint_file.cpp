@@ -131,18 +131,26 @@ std::ifstream open_file(const std::string& path, uint64_t* size) {
 
 }  // namespace
 
-std::string encode_checkpoint_file(const std::string& meta, const std::string& payload) {
-  Header h;
-  h.version = static_cast<uint32_t>(kCheckpointVersion);
-  h.meta_size = meta.size();
-  h.meta_hash = xxh64(meta.data(), meta.size());
-  h.payload_size = payload.size();
-  h.payload_hash = xxh64(payload.data(), payload.size());
-  std::string bytes = encode_header(h);
-  bytes.reserve(bytes.size() + meta.size() + payload.size());
-  bytes += meta;
-  bytes += payload;
-  return bytes;
+void write_checkpoint_file(const std::string& path, const std::string& meta,
+                           const std::function<void(const PayloadSink&)>& write_payload) {
+  write_file_atomic(path, [&](FileSink& file) {
+    Header h;
+    h.version = static_cast<uint32_t>(kCheckpointVersion);
+    h.meta_size = meta.size();
+    h.meta_hash = xxh64(meta.data(), meta.size());
+    const std::string placeholder(kHeaderSize, '\0');  // lengths and checksums come last
+    file.write(placeholder.data(), placeholder.size());
+    file.write(meta.data(), meta.size());
+    Xxh64 payload_hash;
+    write_payload([&](const void* data, size_t size) {
+      payload_hash.add(data, size);
+      file.write(data, size);
+      h.payload_size += size;
+    });
+    h.payload_hash = payload_hash.value();
+    const std::string header = encode_header(h);
+    file.write_at(0, header.data(), header.size());
+  });
 }
 
 std::string read_checkpoint_file(const std::string& path, std::string* payload) {

@@ -122,6 +122,42 @@ void write_file_atomic(const std::string& given, const std::string& content) {
 }
 
 void write_file_atomic(const std::string& given, const std::vector<std::string_view>& pieces) {
+  write_file_atomic(given, [&](FileSink& file) {
+    for (const std::string_view content : pieces) file.write(content.data(), content.size());
+  });
+}
+
+namespace {
+
+// The temporary file write_file_atomic fills; a failed write throws naming it.
+class FdSink final : public FileSink {
+ public:
+  FdSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  void write(const void* data, size_t size) override {
+    write_at(offset_, data, size);
+    offset_ += size;
+  }
+  void write_at(uint64_t offset, const void* data, size_t size) override {
+    const auto* p = static_cast<const char*>(data);
+    size_t written = 0;
+    while (written < size) {
+      const ssize_t n =
+          ::pwrite(fd_, p + written, size - written, static_cast<off_t>(offset + written));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error("cannot write " + path_ + ": " + errno_text());
+      written += static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t offset_ = 0;
+};
+
+}  // namespace
+
+void write_file_atomic(const std::string& given, const std::function<void(FileSink&)>& fill) {
   // Through a link to its target; only a regular file (or nothing) may be replaced.
   const std::string path = link_target(given);
   const FileKind kind = file_kind(path);
@@ -132,19 +168,13 @@ void write_file_atomic(const std::string& given, const std::vector<std::string_v
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + errno_text());
-  for (const std::string_view content : pieces) {
-    size_t written = 0;
-    while (written < content.size()) {
-      const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        const std::string why = errno_text();
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        throw std::runtime_error("cannot write " + tmp + ": " + why);
-      }
-      written += static_cast<size_t>(n);
-    }
+  try {
+    FdSink sink(fd, tmp);
+    fill(sink);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const std::string why = errno_text();

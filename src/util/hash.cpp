@@ -1,6 +1,8 @@
 #include "txl/util/hash.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace txl {
 
@@ -55,29 +57,41 @@ void put_u32_le(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
-uint64_t xxh64(const void* data, size_t size, uint64_t seed) {
+Xxh64::Xxh64(uint64_t seed) : v_{seed + kP1 + kP2, seed + kP2, seed, seed - kP1}, seed_(seed) {}
+
+void Xxh64::stripe(const unsigned char* p) {
+  for (int i = 0; i < 4; ++i) v_[i] = xxh_round(v_[i], read_u64_le(p + 8 * i));
+}
+
+void Xxh64::add(const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   const unsigned char* const end = p + size;
-  uint64_t h;
-  if (size >= 32) {
-    uint64_t v1 = seed + kP1 + kP2, v2 = seed + kP2, v3 = seed, v4 = seed - kP1;
-    const unsigned char* const limit = end - 32;
-    do {
-      v1 = xxh_round(v1, read_u64_le(p));
-      v2 = xxh_round(v2, read_u64_le(p + 8));
-      v3 = xxh_round(v3, read_u64_le(p + 16));
-      v4 = xxh_round(v4, read_u64_le(p + 24));
-      p += 32;
-    } while (p <= limit);
-    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    h = xxh_merge(h, v1);
-    h = xxh_merge(h, v2);
-    h = xxh_merge(h, v3);
-    h = xxh_merge(h, v4);
-  } else {
-    h = seed + kP5;
+  total_ += size;
+  if (buffered_ > 0) {  // finish the stripe a previous piece began
+    const size_t take = std::min<size_t>(32 - buffered_, size);
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    if (buffered_ < 32) return;
+    stripe(buffer_);
+    buffered_ = 0;
   }
-  h += static_cast<uint64_t>(size);
+  for (; end - p >= 32; p += 32) stripe(p);
+  buffered_ = static_cast<size_t>(end - p);
+  if (buffered_ > 0) std::memcpy(buffer_, p, buffered_);
+}
+
+uint64_t Xxh64::value() const {
+  uint64_t h;
+  if (total_ >= 32) {
+    h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
+    for (const uint64_t v : v_) h = xxh_merge(h, v);
+  } else {
+    h = seed_ + kP5;
+  }
+  h += total_;
+  const unsigned char* p = buffer_;
+  const unsigned char* const end = buffer_ + buffered_;
   while (p + 8 <= end) {
     h ^= xxh_round(0, read_u64_le(p));
     h = rotl(h, 27) * kP1 + kP4;
@@ -99,6 +113,12 @@ uint64_t xxh64(const void* data, size_t size, uint64_t seed) {
   h *= kP3;
   h ^= h >> 32;
   return h;
+}
+
+uint64_t xxh64(const void* data, size_t size, uint64_t seed) {
+  Xxh64 h(seed);
+  h.add(data, size);
+  return h.value();
 }
 
 void Fnv1a64::add_byte(unsigned char b) {

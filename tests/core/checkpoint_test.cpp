@@ -105,6 +105,28 @@ TEST(Xxh64, MatchesTheReferenceTestVectors) {
   EXPECT_EQ(xxh64(long_text.data(), long_text.size()), 0xFBCEA83C8A378BF1ull);
 }
 
+TEST(Xxh64, PiecesOfAnySizeHashAsTheWhole) {
+  std::string bytes(1000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 131 + 7) % 251);
+  // Splits that end inside a stripe, on its edge, and pieces of 0, 1 and 33 bytes.
+  for (const size_t piece :
+       {size_t{1}, size_t{3}, size_t{31}, size_t{32}, size_t{33}, size_t{500}}) {
+    for (const size_t total :
+         {size_t{0}, size_t{5}, size_t{31}, size_t{32}, size_t{100}, size_t{1000}}) {
+      Xxh64 h;
+      for (size_t at = 0; at < total; at += piece) {
+        h.add(bytes.data() + at, std::min(piece, total - at));
+        h.add(bytes.data(), 0);
+      }
+      EXPECT_EQ(h.value(), xxh64(bytes.data(), total)) << "pieces of " << piece << ", " << total;
+    }
+  }
+  Xxh64 text;
+  text.add("Nobody inspects ", 16);
+  text.add("the spammish repetition", 23);
+  EXPECT_EQ(text.value(), 0xFBCEA83C8A378BF1ull);
+}
+
 TEST(CheckpointFile, RoundTripRestoresEverythingTheNextStepNeeds) {
   const Saved s = save_sample("round_trip.pt");
   ASSERT_NO_THROW(verify_checkpoint(s.path));

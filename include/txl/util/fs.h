@@ -7,6 +7,8 @@
 // target: txl reads through it, and writes through it (the target is replaced, the link kept).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +57,19 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // The same for content in pieces, written one after the other without joining them (a
 // large payload need not be copied behind its header).
 void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces);
+
+// Where the streaming form below writes: bytes appended in order, and bytes already written
+// overwritten in place (a header whose lengths and checksums are known only at the end).
+class FileSink {
+ public:
+  virtual ~FileSink() = default;
+  virtual void write(const void* data, size_t size) = 0;
+  virtual void write_at(uint64_t offset, const void* data, size_t size) = 0;
+};
+// The same, for content `fill` produces piece by piece (a checkpoint's tensors straight
+// from their memory): never held whole. An exception from `fill` removes the temporary file
+// and leaves `path` as it was.
+void write_file_atomic(const std::string& path, const std::function<void(FileSink&)>& fill);
 
 // The file or folder a path names, as text two paths can be compared by (the same text: the
 // same file): absolute, links followed (a dangling last link too), `.` and `..` gone; the path

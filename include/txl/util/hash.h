@@ -16,6 +16,23 @@ namespace txl {
 // https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md).
 uint64_t xxh64(const void* data, size_t size, uint64_t seed = 0);
 
+// The same, fed piece by piece (a checkpoint's tensors as they are written): any split of
+// the bytes into pieces gives xxh64 of them all.
+class Xxh64 {
+ public:
+  explicit Xxh64(uint64_t seed = 0);
+  void add(const void* data, size_t size);
+  uint64_t value() const;
+
+ private:
+  void stripe(const unsigned char* p);  // one 32-byte stripe into the four lanes
+  uint64_t v_[4];
+  uint64_t seed_;
+  uint64_t total_ = 0;
+  unsigned char buffer_[32] = {};
+  size_t buffered_ = 0;  // bytes of an unfinished stripe in buffer_
+};
+
 // FNV-1a 64 (http://www.isthe.com/chongo/tech/comp/fnv/), fed piece by piece.
 class Fnv1a64 {
  public:
