@@ -4,15 +4,16 @@
 # steps in a scratch run directory under /usr/bin/time -v, and one line gives both and
 # their ratio. The run directory is removed afterwards; the token cache is used as usual.
 # Usage: scripts/check_memory_estimate.sh CONFIG DATA_DIR [STEPS] [--set key=value ...]
-#   CONFIG    a txl config (train.eval_interval is set to 0 so only training is measured)
+#   CONFIG    a txl config (train.eval_interval 0: the steps, then one validation of 2,000
+#             tokens, the same shapes as a whole one, and the checkpoint)
 #   DATA_DIR  the corpus folder (data.dir)
-#   STEPS     training steps to run (default 3: the first step allocates the most)
+#   STEPS     training steps to run (default 3: AdamW's state exists from the second)
 # Needs a built build/txl and /usr/bin/time (Debian package time).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 txl="$repo/build/txl"
 
-usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 [[ $# -ge 2 ]] || { usage >&2; exit 2; }
 config="$1" data="$2"
 shift 2
@@ -22,7 +23,8 @@ if [[ $# -gt 0 && "$1" != --set ]]; then steps="$1"; shift; fi
 [[ -x "$txl" ]] || { echo "error: $txl is not built (scripts/setup.sh)" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "error: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
 
-sets=(--set "data.dir=$data" --set train.eval_interval=0 --set "train.max_steps=$steps" "$@")
+sets=(--set "data.dir=$data" --set train.eval_interval=0 --set "train.max_steps=$steps"
+  --set train.eval_max_tokens=2000 "$@")
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 

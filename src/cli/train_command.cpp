@@ -106,6 +106,7 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
   const Config config = config_with_overrides(read_json_file(request.config_path),
                                               request.overrides, request.config_path);
   int64_t vocab = 0;
+  std::optional<Corpus> corpus;
   if (dry.vocab_size) {
     if (*dry.vocab_size < 2 || *dry.vocab_size > kMaxDryRunVocab) {
       throw InputError("--vocab-size " + std::to_string(*dry.vocab_size) +
@@ -115,9 +116,12 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
     vocab = *dry.vocab_size;
   } else {
     check_corpus_dir(config.data);
-    vocab = static_cast<int64_t>(load_corpus(config.data).vocab.size());
+    corpus = load_corpus(config.data);
+    vocab = static_cast<int64_t>(corpus->vocab.size());
   }
-  fmt::print("{}", format_dry_run(dry_run(config, vocab, available_memory_bytes()), config));
+  const DryRun run =
+      dry_run(config, vocab, available_memory_bytes(), corpus ? &corpus->train : nullptr);
+  fmt::print("{}", format_dry_run(run, config));
   return 0;
 }
 

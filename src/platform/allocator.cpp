@@ -3,6 +3,7 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <malloc.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -39,16 +40,20 @@ struct Block {
 
 class ReusingCpuAllocator final : public c10::Allocator {
  public:
-  explicit ReusingCpuAllocator(c10::Allocator* small) : small_(small) {}
-
   c10::DataPtr allocate(size_t n) TXL_ALLOCATE_CONST override {
-    if (n < kMinKeptBytes) return small_->allocate(n);
+    if (n < kMinKeptBytes) {
+      // As the default allocator does, counted by the block's usable size (known at free).
+      void* data = c10::alloc_cpu(n);
+      if (data != nullptr) count_live(static_cast<int64_t>(::malloc_usable_size(data)), true);
+      return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+    }
     void* data = take(n);
     if (data == nullptr) data = c10::alloc_cpu(n);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       sizes_[data] = n;
     }
+    count_live(static_cast<int64_t>(n), false);
     // Context = data, as the default allocator does: raw_allocate() relies on it.
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -63,7 +68,37 @@ class ReusingCpuAllocator final : public c10::Allocator {
 
   static ReusingCpuAllocator* instance;
 
+  TensorMemory stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t kept = 0;
+    for (const Block& b : kept_) kept += static_cast<int64_t>(b.size);
+    return {live_.load(), peak_.load(), kept, small_peak_.load(), true};
+  }
+  void reset_peak() {
+    peak_.store(live_.load());
+    small_peak_.store(small_live_.load());
+  }
+
+  void release_kept() {
+    std::list<Block> kept;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      kept.swap(kept_);
+    }
+    for (const Block& b : kept) c10::free_cpu(b.data);
+  }
+
  private:
+  static void raise_to(std::atomic<int64_t>& peak, int64_t now) {
+    int64_t seen = peak.load();
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
+  }
+  void count_live(int64_t bytes, bool small) const {
+    raise_to(peak_, live_.fetch_add(bytes) + bytes);
+    if (small) raise_to(small_peak_, small_live_.fetch_add(bytes) + bytes);
+  }
+
   // A kept block of exactly n bytes (the most recently freed), or nullptr after releasing
   // kept blocks, oldest first, until at least n bytes are handed back to the system.
   void* take(size_t n) const {
@@ -89,30 +124,53 @@ class ReusingCpuAllocator final : public c10::Allocator {
     return nullptr;
   }
 
-  // Keeps a block this allocator handed out; anything else came from the small-block
-  // (default) allocator, whose memory c10::free_cpu releases.
+  // Keeps a large block this allocator handed out; a small one goes back to malloc.
   static void release(void* data) {
+    if (data == nullptr) return;
     {
       std::lock_guard<std::mutex> lock(instance->mutex_);
       auto it = instance->sizes_.find(data);
       if (it != instance->sizes_.end()) {
+        instance->live_ -= static_cast<int64_t>(it->second);
         instance->kept_.push_back({data, it->second});
         instance->sizes_.erase(it);
         return;
       }
     }
+    const auto bytes = static_cast<int64_t>(::malloc_usable_size(data));
+    instance->live_ -= bytes;
+    instance->small_live_ -= bytes;
     c10::free_cpu(data);
   }
 
-  c10::Allocator* small_;
   mutable std::mutex mutex_;
   mutable std::list<Block> kept_;                    // freed blocks, oldest first
   mutable std::unordered_map<void*, size_t> sizes_;  // blocks handed out, by address
+  mutable std::atomic<int64_t> live_{0};             // bytes of tensors not yet freed
+  mutable std::atomic<int64_t> peak_{0};             // the most live_ has been
+  mutable std::atomic<int64_t> small_live_{0};       // of live_, blocks under kMinKeptBytes
+  mutable std::atomic<int64_t> small_peak_{0};       // the most small_live_ has been
 };
 
 ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;
 
 }  // namespace
+
+TensorMemory tensor_memory() {
+  if (ReusingCpuAllocator::instance == nullptr) return {};
+  return ReusingCpuAllocator::instance->stats();
+}
+
+void reset_tensor_memory_peak() {
+  if (ReusingCpuAllocator::instance != nullptr) ReusingCpuAllocator::instance->reset_peak();
+}
+
+void release_free_memory() {
+  if (ReusingCpuAllocator::instance != nullptr) ReusingCpuAllocator::instance->release_kept();
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
 
 void reuse_freed_memory() {
   if (env_is("TXL_SYSTEM_MALLOC", "1")) return;
@@ -124,7 +182,7 @@ void reuse_freed_memory() {
   ::mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
   // Never destroyed: tensors may be freed during static destruction at exit.
-  ReusingCpuAllocator::instance = new ReusingCpuAllocator(c10::GetDefaultCPUAllocator());
+  ReusingCpuAllocator::instance = new ReusingCpuAllocator();
   c10::SetCPUAllocator(ReusingCpuAllocator::instance, /*priority=*/1);
 }
 

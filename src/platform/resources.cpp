@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -52,8 +53,12 @@ double available_memory_bytes() {
   std::string limit;
   if (cgroup >> limit && limit != "max") {
     try {
-      const double bytes = std::stod(limit);
-      if (bytes > 0 && (available == 0.0 || bytes < available)) available = bytes;
+      // What the group may still allocate: its limit less what it holds (this process too).
+      double used = 0.0;
+      std::ifstream current("/sys/fs/cgroup/memory.current");
+      if (!(current >> used)) used = 0.0;
+      const double bytes = std::max(std::stod(limit) - used, 1.0);
+      if (available == 0.0 || bytes < available) available = bytes;
     } catch (const std::exception&) {
       // Unreadable: fall back to MemAvailable.
     }

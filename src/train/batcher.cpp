@@ -27,9 +27,8 @@ StreamBatcher::StreamBatcher(const std::vector<int32_t>& ids, int64_t batch_size
     : tgt_len_(tgt_len) {
   check_training_streams(static_cast<int64_t>(ids.size()), batch_size, tgt_len);
   const int64_t per_stream = static_cast<int64_t>(ids.size()) / batch_size;
-  auto all =
-      torch::from_blob(const_cast<int32_t*>(ids.data()), {per_stream * batch_size}, torch::kInt32);
-  streams_ = all.to(torch::kInt64).view({batch_size, per_stream}).contiguous();  // [B, T]
+  streams_ = torch::from_blob(const_cast<int32_t*>(ids.data()), {batch_size, per_stream},
+                              torch::kInt32);  // [B, T]
 }
 
 int64_t StreamBatcher::segments_per_epoch() const {
@@ -60,8 +59,8 @@ Segment StreamBatcher::next(int64_t want) {
   const int64_t len = std::min(want, stream_len() - 1 - position_);
   Segment s;
   s.starts_epoch = position_ == 0;
-  s.inputs = streams_.narrow(1, position_, len);       // [B, Q]
-  s.targets = streams_.narrow(1, position_ + 1, len);  // [B, Q]
+  s.inputs = streams_.narrow(1, position_, len).to(torch::kInt64);       // [B, Q]
+  s.targets = streams_.narrow(1, position_ + 1, len).to(torch::kInt64);  // [B, Q]
   position_ += len;
   if (position_ >= stream_len() - 1) position_ = 0;
   return s;

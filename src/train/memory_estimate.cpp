@@ -2,8 +2,11 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <string>
+
 #include "txl/config/encodings.h"
 #include "txl/model/adaptive_softmax.h"
+#include "txl/train/step_memory.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -58,7 +61,8 @@ double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double toke
 }  // namespace
 
 double MemoryEstimate::total_bytes() const {
-  return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes;
+  return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + process_bytes +
+         slack_bytes;
 }
 
 double parameter_count(const ModelConfig& c, int64_t vocab_size) {
@@ -104,20 +108,36 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
   return e;
 }
 
+bool training_memory_fits(const MemoryEstimate& e, double available_bytes) {
+  // Available memory is what can still be allocated: what the process holds is not in it.
+  return available_bytes <= 0 || e.total_bytes() - e.process_bytes <= available_bytes;
+}
+
+std::string describe_memory_parts(const MemoryEstimate& e) {
+  std::string parts = fmt::format(
+      "{:.3g} parameters: {} of weights, {} of gradients, {} of AdamW state, {} of activations",
+      e.parameters, format_bytes(e.weight_bytes), format_bytes(e.gradient_bytes),
+      format_bytes(e.optimizer_bytes), format_bytes(e.activation_bytes));
+  parts += e.measured ? " (" + measured_steps(e.measured_streams) + ")"
+                      : " (what backward certainly keeps)";
+  if (e.process_bytes > 0) {
+    parts +=
+        fmt::format(", {} held by the process before the model", format_bytes(e.process_bytes));
+  }
+  if (e.slack_bytes > 0) parts += fmt::format(", {} of heap slack", format_bytes(e.slack_bytes));
+  return parts;
+}
+
 void check_training_memory(const MemoryEstimate& e, double available_bytes) {
-  if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
+  if (training_memory_fits(e, available_bytes)) return;
   // The output layer over a large vocabulary is what adaptive softmax makes small.
   const bool vocabulary_dominates = !e.adaptive && e.vocabulary_bytes > 0.5 * e.total_bytes();
   throw InputError(fmt::format(
-      "this configuration needs at least {} to train ({:.3g} parameters: {} of weights, {} of "
-      "gradients, {} of AdamW state, {} of activations; {} of it grows with the vocabulary of {} "
+      "this configuration needs {} {} to train ({}; {} of it grows with the vocabulary of {} "
       "tokens) but only {} of memory is available; {}make the model smaller (model.n_layer, "
-      "model.d_model, model.d_inner) or "
-      "reduce train.batch_size, train.tgt_len or train.mem_len",
-      format_bytes(e.total_bytes()), e.parameters, format_bytes(e.weight_bytes),
-      format_bytes(e.gradient_bytes), format_bytes(e.optimizer_bytes),
-      format_bytes(e.activation_bytes), format_bytes(e.vocabulary_bytes), e.vocab_size,
-      format_bytes(available_bytes),
+      "model.d_model, model.d_inner) or reduce train.batch_size, train.tgt_len or train.mem_len",
+      e.measured ? "about" : "at least", format_bytes(e.total_bytes()), describe_memory_parts(e),
+      format_bytes(e.vocabulary_bytes), e.vocab_size, format_bytes(available_bytes),
       vocabulary_dominates ? "use adaptive softmax (model.adaptive: README, Adaptive input and "
                              "softmax), a smaller vocabulary (data.max_vocab), or "
                            : ""));

@@ -339,6 +339,10 @@ void log_progress(TrainRun& run, double lr) {
       {"step", state.step},         {"loss", mean_loss},     {"lr", lr},
       {"ms_per_step", ms_per_step}, {"tokens_per_s", tok_s}, {"tokens_seen", state.tokens_seen}};
   if (state.skipped_steps > 0) line["skipped_steps"] = state.skipped_steps;
+  // Memory so far: the process's peak resident size and the most tensor bytes live at once.
+  line["peak_rss_mb"] = peak_rss_mb();
+  if (const TensorMemory t = tensor_memory(); t.counted)
+    line["peak_tensor_mb"] = t.peak_bytes / 1e6;
   write_metrics(run, line);  // a NaN mean (all steps skipped) is written as null
   run.summary.last_loss = mean_loss;
   state.interval_loss_sum = 0.0;

@@ -5,6 +5,7 @@
 #include "txl/platform/resources.h"
 #include "txl/train/batcher.h"
 #include "txl/train/memory_estimate.h"
+#include "txl/train/step_memory.h"
 #include "txl/train/trainer.h"
 #include "txl/util/clock.h"
 
@@ -22,8 +23,10 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes) {
   const auto& tc = config.train;
   check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
                          longest_segment(tc));
-  check_training_memory(estimate_training_memory(config, corpus.vocab.size(), longest_segment(tc)),
-                        available_memory_bytes());
+  const double available = available_memory_bytes();
+  check_training_memory(measure_training_memory(config, corpus.vocab.size(), longest_segment(tc),
+                                                &corpus.train, available),
+                        available);
   own.commit();
   return corpus;
 }

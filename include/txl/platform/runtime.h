@@ -42,6 +42,23 @@ void ensure_fast_blas(int argc, char** argv);
 // Call first thing in main(), before tensors exist. TXL_SYSTEM_MALLOC=1 disables it.
 void reuse_freed_memory();
 
+// What that allocator has handed out (CPU tensors made after reuse_freed_memory()): bytes
+// live now, the most live since the last reset (all, and in blocks under 32 MB, which
+// malloc's heap serves: runtime.h), and freed blocks it keeps for reuse.
+// `counted` is false where it is not installed (TXL_SYSTEM_MALLOC=1, or not called).
+struct TensorMemory {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t kept_bytes = 0;
+  int64_t small_peak_bytes = 0;  // the most live at once in blocks malloc's heap serves
+  bool counted = false;
+};
+TensorMemory tensor_memory();
+void reset_tensor_memory_peak();
+// Hands freed memory back to the system: the blocks kept for reuse and malloc's free heap
+// pages, so that the resident size reads what is in use.
+void release_free_memory();
+
 struct BlasInfo {
   std::string library;    // path of the loaded libblas, e.g. .../openblas-openmp/libblas.so.3
   std::string kind;       // "openblas", "reference" or "unknown"

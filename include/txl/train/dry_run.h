@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "txl/config/config.h"
 #include "txl/train/bench.h"
@@ -18,10 +19,13 @@ struct DryRun {
   MemoryEstimate estimate;
   FlopCount flops;
   double available_bytes = 0;  // 0: unknown
-  bool fits() const { return available_bytes <= 0 || estimate.total_bytes() <= available_bytes; }
+  bool fits() const { return training_memory_fits(estimate, available_bytes); }
 };
 
-DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes);
+// `train_tokens`: the corpus' training split when it was read (null with --vocab-size): the
+// memory estimate measures a step on it (step_memory.h).
+DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes,
+               const std::vector<int32_t>* train_tokens = nullptr);
 
 // The report, one part a line: the model, FLOPs, memory by part, the verdict.
 std::string format_dry_run(const DryRun& run, const Config& config);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "txl/config/config.h"
 
@@ -16,6 +17,12 @@ struct MemoryEstimate {
   double gradient_bytes = 0;    // one fp32 gradient per weight
   double optimizer_bytes = 0;   // AdamW's two fp32 moments per weight
   double activation_bytes = 0;  // what one training step keeps for backward (a lower bound)
+  // Set by measure_training_memory (step_memory.h): the activations measured instead of
+  // computed, this process's resident memory before the model, and the heap's share.
+  bool measured = false;
+  int64_t measured_streams = 0;  // the streams the measured steps were extrapolated to
+  double process_bytes = 0;      // LibTorch, the corpus: resident when the estimate was made
+  double slack_bytes = 0;        // malloc's holes, the checkpoint and validation (kHeapSlack)
   // Of the total, what grows with the vocabulary: the embedding and output layer (weights,
   // gradients, AdamW state) and the output's logits. Named in a refusal, with adaptive
   // softmax among the hints when it is most of the total and the run has none.
@@ -32,8 +39,14 @@ double parameter_count(const ModelConfig& config, int64_t vocab_size);
 MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size,
                                         int64_t segment_len);
 
-// InputError naming the estimate and the available memory (both in GB) when the estimate
-// exceeds `available_bytes`; a zero `available_bytes` (unknown) checks nothing.
+// Whether the run's growth from here (the estimate less what the process already holds)
+// fits `available_bytes` (resources.h: what can still be allocated; 0 = unknown: it fits).
+bool training_memory_fits(const MemoryEstimate& estimate, double available_bytes);
+
+// The parts, for messages: "N parameters: W of weights, ..., S of heap slack".
+std::string describe_memory_parts(const MemoryEstimate& estimate);
+
+// InputError naming the estimate by part and the available memory when it does not fit.
 void check_training_memory(const MemoryEstimate& estimate, double available_bytes);
 
 }  // namespace txl
