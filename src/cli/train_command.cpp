@@ -1,5 +1,7 @@
 // txl train --config F [--run-dir D] [--set key=value ...] [--force] [--nproc N [--oversubscribe]]
 //           [--device D]
+// txl train --config F --init-from RUN [--checkpoint best|last] [--run-dir D] [--set ...]
+//           (fine-tuning: train/init_from.h)
 // txl train --resume D [--set key=value ...] [--config F] [--nproc N] [--device D]
 // txl train --config F --dry-run [--vocab-size V] [--set key=value ...]
 //
@@ -193,6 +195,13 @@ void setup_train(CLI::App& app, int& exit_code) {
   auto* force = cmd->add_flag("--force", o->force, "Overwrite an existing run directory");
   auto* resume = cmd->add_option("--resume", o->resume_dir,
                                  "Continue the run in this directory from its last checkpoint");
+  auto* init_from = cmd->add_option(
+      "--init-from", o->init_from,
+      "Fine-tune: a new run starting from this run's weights and vocabulary (an imported run or "
+      "a trained one), with a fresh optimizer, step 0 and --config's schedule");
+  cmd->add_option("--checkpoint", o->init_checkpoint,
+                  "With --init-from: best (best.pt, else checkpoint.pt) or last (checkpoint.pt)")
+      ->needs(init_from);
   auto* nproc = cmd->add_option("--nproc", launch->nproc,
                                 "Data-parallel: train with N processes on this machine "
                                 "(train.batch_size streams split between them)");
@@ -211,10 +220,13 @@ void setup_train(CLI::App& app, int& exit_code) {
       ->needs(dry_run_flag);
   resume->excludes(run_dir);
   resume->excludes(force);
+  resume->excludes(init_from);
   dry_run_flag->excludes(resume);
   dry_run_flag->excludes(nproc);
+  dry_run_flag->excludes(init_from);
   cmd->callback([o, launch, device, dry, cmd, &exit_code] {
     refuse_empty_values(*cmd);
+    parse_checkpoint_choice(o->init_checkpoint, "--checkpoint");
     if (!device->empty()) {
       resolve_device(*device, "--device");  // named as the user typed it
       o->overrides.push_back("train.device=" + *device);

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "txl/config/config.h"
+#include "txl/config/config_keys.h"
+#include "txl/config/encodings.h"
 
 namespace txl {
 
@@ -62,6 +64,25 @@ std::vector<std::string> config_differences(const nlohmann::json& a, const nlohm
     }
   }
   return out;
+}
+
+std::vector<std::string> shape_differences(const Config& a, const Config& b) {
+  const nlohmann::json ja = config_to_json(a).at("model"), jb = config_to_json(b).at("model");
+  const EncodingTraits& traits = encoding_traits(a.model.pos_encoding);
+  std::vector<std::string> keys;
+  for (const auto& field : config_keys::model_fields())
+    if (field.shapes) keys.push_back(field.name);
+  // Another encoding is already a difference; its options would only repeat it.
+  if (a.model.pos_encoding == b.model.pos_encoding) {
+    for (const auto& option : traits.options)
+      if (option.shapes) keys.push_back(option.key);
+  }
+  nlohmann::json sa = nlohmann::json::object(), sb = nlohmann::json::object();
+  for (const auto& key : keys) {
+    if (ja.contains(key)) sa[key] = ja.at(key);
+    if (jb.contains(key)) sb[key] = jb.at(key);
+  }
+  return config_differences({{"model", sa}}, {{"model", sb}});
 }
 
 }  // namespace txl

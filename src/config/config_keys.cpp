@@ -77,22 +77,25 @@ const Fields<DataConfig>& data_fields() {
 
 const Fields<ModelConfig>& model_fields() {
   using S = ModelConfig;
+  // The last entry, true, marks a key that sets a parameter's shape (Field::shapes).
   static const Fields<S> fields = {
-      {"pos_encoding", &S::pos_encoding, "position encoding: one of `txl encodings`"},
-      {"n_layer", &S::n_layer, "number of transformer blocks"},
-      {"d_model", &S::d_model, "model width; must equal n_head * d_head"},
-      {"n_head", &S::n_head, "attention heads"},
-      {"d_head", &S::d_head, "width of one head"},
-      {"d_inner", &S::d_inner, "feed-forward width"},
+      {"pos_encoding", &S::pos_encoding, "position encoding: one of `txl encodings`", true},
+      {"n_layer", &S::n_layer, "number of transformer blocks", true},
+      {"d_model", &S::d_model, "model width; must equal n_head * d_head", true},
+      {"n_head", &S::n_head, "attention heads", true},
+      {"d_head", &S::d_head, "width of one head", true},
+      {"d_inner", &S::d_inner, "feed-forward width", true},
       {"dropout", &S::dropout, "dropout on embeddings, positions, attention output, FF"},
       {"dropatt", &S::dropatt, "dropout on attention probabilities"},
-      {"pre_norm", &S::pre_norm, "false: post-norm blocks as in Transformer-XL"},
-      {"tie_weights", &S::tie_weights, "output layer shares the embedding matrix"},
+      {"pre_norm", &S::pre_norm, "false: post-norm blocks as in Transformer-XL", true},
+      {"tie_weights", &S::tie_weights, "output layer shares the embedding matrix", true},
       {"clamp_len", &S::clamp_len, "relative: cap distances at this value (0 = no cap)"},
-      {"max_rel_dist", &S::max_rel_dist, "relative_learned: table of 2*max_rel_dist-1 distances"},
+      {"max_rel_dist", &S::max_rel_dist, "relative_learned: table of 2*max_rel_dist-1 distances",
+       true},
       {"init_std", &S::init_std, "weights start as N(0, init_std)"},
       {"adaptive", &S::adaptive,
-       "null (full softmax) | {cutoffs, div_val, tie_projs}: adaptive input and softmax (word)"},
+       "null (full softmax) | {cutoffs, div_val, tie_projs}: adaptive input and softmax (word)",
+       true},
   };
   return fields;
 }

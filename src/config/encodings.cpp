@@ -121,7 +121,7 @@ EncodingTraits t5() {
   t.name = "t5";
   t.formula = "q.k + sqrt(D) T[bucket(i-j), h]: learned per layer, log-spaced buckets (T5)";
   t.takes_memory = true;
-  t.options = {{"t5_buckets", 32, 2, 4096, true, "t5: number of distance buckets"},
+  t.options = {{"t5_buckets", 32, 2, 4096, true, "t5: number of distance buckets", /*shapes=*/true},
                {"t5_max_distance", 128, 2, 1e9, true, "t5: distance where the last bucket starts"}};
   t.layer_parameters = [](const ModelConfig& c) {
     return encoding_option(c, "t5_buckets") * static_cast<double>(c.n_head);
@@ -186,7 +186,8 @@ EncodingTraits learned_absolute() {
   t.name = "learned_absolute";
   t.formula = "q.k; a learned table P[t] of max_len positions added to the embeddings (GPT-2)";
   t.length_limit_key = "max_len";
-  t.options = {{"max_len", 1024, 1, 1 << 24, true, "learned_absolute: positions in the table"}};
+  t.options = {{"max_len", 1024, 1, 1 << 24, true, "learned_absolute: positions in the table",
+                /*shapes=*/true}};
   t.aids = {ExtrapolationAid::kInterpolate};
   t.layer_parameters = none;
   t.model_parameters = [](const ModelConfig& c) {

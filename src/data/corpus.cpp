@@ -168,6 +168,22 @@ Corpus load_corpus(const DataConfig& config, TokenCacheWrites* writes) {
   return corpus;
 }
 
+Corpus load_corpus_with_vocab(const DataConfig& config, Vocab vocab, int64_t* unknown,
+                              TokenCacheWrites* writes) {
+  if (vocab.kind() != config.tokenizer) {
+    throw InputError("data.tokenizer \"" + to_string(config.tokenizer) + "\" cannot read a " +
+                     to_string(vocab.kind()) + " vocabulary");
+  }
+  Corpus corpus;
+  corpus.vocab = std::move(vocab);
+  EncodeStats stats[3];
+  corpus.train = load_split(config.dir, "train", corpus.vocab, &stats[0], writes);
+  corpus.valid = load_split(config.dir, "valid", corpus.vocab, &stats[1], writes);
+  corpus.test = load_split(config.dir, "test", corpus.vocab, &stats[2], writes);
+  if (unknown) *unknown = stats[0].unknown + stats[1].unknown + stats[2].unknown;
+  return corpus;
+}
+
 std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
                                 const Vocab& vocab, EncodeStats* stats, TokenCacheWrites* writes) {
   check_dir(dir);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -180,6 +181,23 @@ void save_checkpoint(const std::string& path, const TrainState& state, Transform
   });
 }
 
+bool holds_optimizer_state(const std::string& path) {
+  const nlohmann::json meta = parse_meta(read_checkpoint_file(path, nullptr), path);
+  state_from_meta(meta, path);  // a txl checkpoint at all
+  const auto groups = meta.find("optimizer_groups");
+  return groups != meta.end() && groups->is_array() && !groups->empty();
+}
+
+std::string weights_only(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return path +
+         ": holds weights only (no optimizer state: txl import writes such a run), so "
+         "training cannot resume from it; use txl train --config FILE --init-from " +
+         shell_quote(dir) + " to fine-tune it (a new run from its weights; FILE: " + dir +
+         "/config.json, or any config of the same model shape)";
+}
+
 TrainState read_checkpoint_state(const std::string& path) {
   return state_from_meta(parse_meta(read_checkpoint_file(path, nullptr), path), path);
 }
@@ -212,9 +230,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
       stage = "the optimizer state";
       torch::serialize::InputArchive opt_archive;
       if (!archive.try_read("optimizer", opt_archive)) {
-        throw InputError(path +
-                         ": holds weights only (no optimizer state); training cannot "
-                         "resume from it");
+        throw InputError(weights_only(path));
       }
       optimizer->load(opt_archive);
       restore_optimizer_groups(meta.at("optimizer_groups"), *optimizer, path);

@@ -200,6 +200,8 @@ Vocab read_import_vocab(const ImportOptions& o, TokenizerKind kind) {
   return Vocab::from_json(read_vocab_text(o.vocab, kind).to_json(), o.vocab);
 }
 
+}  // namespace
+
 std::string utc_now() {
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -208,8 +210,6 @@ std::string utc_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-}  // namespace
 
 ImportResult import_run(const ImportOptions& o) {
   check_run_dir(o.run_dir, o.force);

@@ -214,15 +214,34 @@ void check_training_lengths(const LoadedRun& run, const std::string& ckpt) {
 
 }  // namespace
 
-std::string describe_origin(const RunPaths& paths) {
-  if (file_kind(paths.origin()) == FileKind::kMissing) return "";
-  try {
-    const auto j = read_json_file(paths.origin());
+namespace {
+
+// One origin.json as a phrase: where txl import read the weights, or which run's checkpoint
+// txl train --init-from started from, followed by that run's own origin.
+std::string describe_origin_json(const nlohmann::json& j, int depth) {
+  if (!j.contains("init_from")) {
     return fmt::format("imported from {} (XXH64 {}, {} names)",
                        j.at("imported_from").get<std::string>(), j.at("xxh64").get<std::string>(),
                        j.at("names").get<std::string>());
+  }
+  std::string out =
+      fmt::format("fine-tuned from {} ({} step {}, XXH64 {}", j.at("init_from").get<std::string>(),
+                  j.at("checkpoint").get<std::string>(), j.at("step").get<int64_t>(),
+                  j.at("xxh64").get<std::string>());
+  // A chain of fine-tunings is as deep as the runs made one from another; 16 is plenty.
+  if (j.contains("origin") && j.at("origin").is_object() && depth < 16)
+    out += "; " + describe_origin_json(j.at("origin"), depth + 1);
+  return out + ")";
+}
+
+}  // namespace
+
+std::string describe_origin(const RunPaths& paths) {
+  if (file_kind(paths.origin()) == FileKind::kMissing) return "";
+  try {
+    return describe_origin_json(read_json_file(paths.origin()), 0);
   } catch (const std::exception& e) {
-    return "imported (" + paths.origin() + " unreadable: " + e.what() + ")";
+    return "origin unknown (" + paths.origin() + " unreadable: " + e.what() + ")";
   }
 }
 

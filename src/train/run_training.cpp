@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "txl/config/config_diff.h"
 #include "txl/platform/device.h"
@@ -12,6 +13,7 @@
 #include "txl/train/batcher.h"
 #include "txl/train/dead_run.h"
 #include "txl/train/distributed.h"
+#include "txl/train/init_from.h"
 #include "txl/train/memory_estimate.h"
 #include "txl/train/resume.h"
 #include "txl/util/error.h"
@@ -128,6 +130,28 @@ void check_training_device(const Config& config, int world_size) {
   }
 }
 
+// The corpus, read with the vocabulary of --init-from's run, with a fine-tuned run's own
+// vocab.json on resume (the corpus would build another), else with one built from it.
+Corpus load_request_corpus(const TrainRequest& o, const Config& config, const InitSource* init,
+                           TokenCacheWrites* writes = nullptr) {
+  if (init != nullptr) return load_training_data(config, writes, &init->vocab);
+  if (!o.resume_dir.empty() && is_fine_tuned_run(o.resume_dir)) {
+    const Vocab vocab = Vocab::load(RunPaths{o.resume_dir}.vocab());
+    return load_training_data(config, writes, &vocab);
+  }
+  return load_training_data(config, writes);
+}
+
+// --init-from's run, read and checked against the new run's config (null without it).
+std::shared_ptr<InitSource> request_init(const TrainRequest& o, const Config& config,
+                                         const std::string& run_dir) {
+  if (o.init_from.empty()) return nullptr;
+  auto init =
+      std::make_shared<InitSource>(load_init_source(o.init_from, o.init_checkpoint, run_dir));
+  check_init_config(*init, config, o.config_path);
+  return init;
+}
+
 // A rank other than 0: the same config and data, checked the same way, and nothing written.
 PreparedTraining prepare_follower(const TrainRequest& o) {
   PreparedTraining p;
@@ -137,75 +161,93 @@ PreparedTraining prepare_follower(const TrainRequest& o) {
   } else {
     p.config = config_with_overrides(read_json_file(o.config_path), o.overrides, o.config_path);
   }
+  p.options.run_dir = resume ? o.resume_dir : o.run_dir;
+  p.options.resume = resume;
+  p.options.init = request_init(o, p.config, p.options.run_dir);
   check_streams_per_rank(p.config, o.world_size);
   check_training_device(p.config, o.world_size);
   check_corpus_dir(p.config.data);
-  p.corpus = load_training_data(p.config);
-  p.options.run_dir = resume ? o.resume_dir : o.run_dir;
-  p.options.resume = resume;
+  p.corpus = load_request_corpus(o, p.config, p.options.init.get());
   return p;
+}
+
+// Rank 0 of a resume: the run directory locked, its config and checkpoint checked.
+void prepare_resume(const TrainRequest& o, PreparedTraining& p) {
+  if (const FileKind kind = file_kind(o.resume_dir); kind != FileKind::kDirectory) {
+    throw InputError("--resume " + o.resume_dir + ": " +
+                     (kind == FileKind::kMissing
+                          ? "no such run directory"
+                          : "is " + describe(kind) + ", expected a run directory"));
+  }
+  p.lock = std::make_unique<RunLock>(o.resume_dir);
+  Config& config = p.config = resume_config(o);
+  const RunPaths paths{o.resume_dir};
+  check_resumable(o.resume_dir);
+  if (!holds_optimizer_state(paths.last_checkpoint()))
+    throw InputError("--resume " + o.resume_dir + ": " + weights_only(paths.last_checkpoint()));
+  const auto state = read_checkpoint_state(paths.last_checkpoint());
+  if (state.step >= config.train.max_steps) {
+    throw InputError(o.resume_dir + " already finished (" + std::to_string(state.step) +
+                     " of train.max_steps = " + std::to_string(config.train.max_steps) +
+                     " steps); raise it with --set train.max_steps=N to train further");
+  }
+  check_resume_world(state.world_size, o.world_size, paths);
+  check_streams_per_rank(config, o.world_size);
+  check_training_device(config, o.world_size);
+  check_corpus_dir(config.data);
+  p.corpus = load_request_corpus(o, config, nullptr);
+  if (!o.check_only) remove_stale_temporaries(o.resume_dir);
+  p.options.run_dir = o.resume_dir;
+  p.options.resume = true;
+}
+
+// Rank 0 of a new run: every check, then (unless check_only) the run directory made.
+void prepare_new_run(const TrainRequest& o, PreparedTraining& p) {
+  if (o.config_path.empty())
+    throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
+  Config& config = p.config =
+      config_with_overrides(read_json_file(o.config_path), o.overrides, o.config_path);
+  TrainOptions& options = p.options;
+  options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
+  options.init = request_init(o, config, options.run_dir);
+  check_streams_per_rank(config, o.world_size);
+  check_training_device(config, o.world_size);
+  check_corpus_dir(config.data);
+  TokenCacheWrites cache_writes;  // written once the run directory is made
+  // Lock before --force clears anything, so a run in progress there is never touched.
+  if (is_directory(options.run_dir)) p.lock = std::make_unique<RunLock>(options.run_dir);
+  // Every check that can fail on the input comes before the run directory is made or
+  // cleared: a refused run leaves the disk as it was.
+  if (const std::string dead =
+          o.force ? "" : dead_run_diagnosis(options.run_dir, available_memory_bytes());
+      !dead.empty())
+    throw InputError("--run-dir " + options.run_dir + " " + dead);
+  check_run_dir(options.run_dir, o.force);
+  p.corpus = load_request_corpus(o, config, options.init.get(), &cache_writes);
+  if (o.check_only) return;
+  p.created_dir = !is_directory(options.run_dir);
+  prepare_run_dir(options.run_dir, o.force);
+  cache_writes.commit();
+  if (options.init) write_init_record(*options.init, options.run_dir);
+  if (!p.lock) p.lock = std::make_unique<RunLock>(options.run_dir);
 }
 
 }  // namespace
 
 PreparedTraining prepare_training(const TrainRequest& o) {
+  if (!o.init_from.empty() && !o.resume_dir.empty()) {
+    throw InputError("--init-from starts a new run; --resume " + o.resume_dir +
+                     " continues one from its own checkpoint: give one of them");
+  }
   if (o.rank != 0) return prepare_follower(o);
   if (o.world_size > 1 && o.resume_dir.empty() && o.run_dir.empty()) {
     throw InputError("a distributed run needs --run-dir (every process must name the same one)");
   }
   PreparedTraining p;
-  Config& config = p.config;
-  TrainOptions& options = p.options;
-  const bool resume = !o.resume_dir.empty();
-  if (resume) {
-    if (const FileKind kind = file_kind(o.resume_dir); kind != FileKind::kDirectory) {
-      throw InputError("--resume " + o.resume_dir + ": " +
-                       (kind == FileKind::kMissing
-                            ? "no such run directory"
-                            : "is " + describe(kind) + ", expected a run directory"));
-    }
-    p.lock = std::make_unique<RunLock>(o.resume_dir);
-    config = resume_config(o);
-    const RunPaths paths{o.resume_dir};
-    check_resumable(o.resume_dir);
-    const auto state = read_checkpoint_state(paths.last_checkpoint());
-    if (state.step >= config.train.max_steps) {
-      throw InputError(o.resume_dir + " already finished (" + std::to_string(state.step) +
-                       " of train.max_steps = " + std::to_string(config.train.max_steps) +
-                       " steps); raise it with --set train.max_steps=N to train further");
-    }
-    check_resume_world(state.world_size, o.world_size, paths);
-    check_streams_per_rank(config, o.world_size);
-    check_training_device(config, o.world_size);
-    check_corpus_dir(config.data);
-    p.corpus = load_training_data(config);
-    if (!o.check_only) remove_stale_temporaries(o.resume_dir);
-    options.run_dir = o.resume_dir;
-    options.resume = true;
+  if (o.resume_dir.empty()) {
+    prepare_new_run(o, p);
   } else {
-    if (o.config_path.empty())
-      throw InputError("txl train needs --config FILE (or --resume RUN_DIR)");
-    config = config_with_overrides(read_json_file(o.config_path), o.overrides, o.config_path);
-    check_streams_per_rank(config, o.world_size);
-    check_training_device(config, o.world_size);
-    check_corpus_dir(config.data);
-    options.run_dir = o.run_dir.empty() ? default_run_dir(o.config_path) : o.run_dir;
-    TokenCacheWrites cache_writes;  // written once the run directory is made
-    // Lock before --force clears anything, so a run in progress there is never touched.
-    if (is_directory(options.run_dir)) p.lock = std::make_unique<RunLock>(options.run_dir);
-    // Every check that can fail on the input comes before the run directory is made or
-    // cleared: a refused run leaves the disk as it was.
-    if (const std::string dead =
-            o.force ? "" : dead_run_diagnosis(options.run_dir, available_memory_bytes());
-        !dead.empty())
-      throw InputError("--run-dir " + options.run_dir + " " + dead);
-    check_run_dir(options.run_dir, o.force);
-    p.corpus = load_training_data(config, &cache_writes);
-    if (o.check_only) return p;
-    p.created_dir = !is_directory(options.run_dir);
-    prepare_run_dir(options.run_dir, o.force);
-    cache_writes.commit();
-    if (!p.lock) p.lock = std::make_unique<RunLock>(options.run_dir);
+    prepare_resume(o, p);
   }
   return p;
 }

@@ -432,6 +432,13 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   }();
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here
+  if (options.init && !options.resume) {
+    take_init_weights(*options.init, run.model);  // or takes them from --init-from's run
+    if (run.root) {
+      fmt::print(stderr, "init: weights from {} (step {}), fresh AdamW state, step 0\n",
+                 options.init->checkpoint, options.init->step);
+    }
+  }
   prepare_device(run.device);
   run.inject_nan = std::move(inject_nan);
   run.inject_stop = std::move(inject_stop);

@@ -11,13 +11,20 @@
 
 namespace txl {
 
-Corpus load_training_data(const Config& config, TokenCacheWrites* writes) {
+Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const Vocab* vocab) {
   auto t_load = Clock::now();
   TokenCacheWrites own;
-  Corpus corpus = load_corpus(config.data, writes != nullptr ? writes : &own);
-  fmt::print(stderr, "data: {} | vocab {} | train {} / valid {} / test {} tokens | {:.1f} s\n",
-             config.data.dir, corpus.vocab.size(), corpus.train.size(), corpus.valid.size(),
-             corpus.test.size(), seconds_since(t_load));
+  int64_t unknown = 0;
+  Corpus corpus = vocab != nullptr ? load_corpus_with_vocab(config.data, *vocab, &unknown,
+                                                            writes ? writes : &own)
+                                   : load_corpus(config.data, writes != nullptr ? writes : &own);
+  fmt::print(stderr, "data: {} | vocab {}{} | train {} / valid {} / test {} tokens | {:.1f} s\n",
+             config.data.dir, corpus.vocab.size(), vocab != nullptr ? " (from vocab.json)" : "",
+             corpus.train.size(), corpus.valid.size(), corpus.test.size(), seconds_since(t_load));
+  if (unknown > 0) {
+    fmt::print(stderr, "data: {} tokens of {} are not in the vocabulary and read as {}\n", unknown,
+               config.data.dir, kUnkToken);
+  }
   // The clusters need the vocabulary's size; checked here, before a run directory exists.
   validate_adaptive_vocab(config.model.adaptive, static_cast<int64_t>(corpus.vocab.size()));
   const auto& tc = config.train;

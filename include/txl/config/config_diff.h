@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "txl/config/config.h"
+
 namespace txl {
 
 // Keys ("section.key") whose values differ between two resolved configs, as
@@ -13,5 +15,12 @@ namespace txl {
 // holds at its default is no difference (a config written before the key existed).
 std::vector<std::string> config_differences(const nlohmann::json& a, const nlohmann::json& b,
                                             const std::vector<std::string>& ignore = {});
+
+// The keys that set a parameter's shape (the model keys and encoding options marked `shapes`
+// in their tables; a key an encoding does not read is at its default, as validation requires)
+// whose values differ between `a` and `b`, written as config_differences writes them. A
+// checkpoint's weights fit a model of the other config exactly when this is empty (and the
+// vocabulary is the same).
+std::vector<std::string> shape_differences(const Config& a, const Config& b);
 
 }  // namespace txl

@@ -42,6 +42,7 @@ struct Field {
                std::optional<AdaptiveConfig> S::*>
       member;
   const char* doc;
+  bool shapes = false;  // model: sets a parameter's shape, so fine-tuning must keep it
 };
 
 template <typename S>

@@ -49,6 +49,7 @@ struct EncodingOption {
   double min, max;       // inclusive range
   bool integer;          // must be a whole number (stored as double, written as integer)
   const char* doc;
+  bool shapes = false;  // sets a parameter's shape: fine-tuning (--init-from) must keep it
 };
 
 // What position information costs per token beyond attention's q.k and p.v, in

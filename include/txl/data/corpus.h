@@ -37,6 +37,13 @@ struct Corpus {
 // writes nothing), else to the cache at once.
 Corpus load_corpus(const DataConfig& config, TokenCacheWrites* writes = nullptr);
 
+// The corpus encoded with a given vocabulary instead of one built from its training split (a
+// fine-tuned run keeps its source run's): a token the vocabulary lacks reads as <unk>, and
+// `unknown`, when given, counts those over the three splits. The vocabulary's kind must be
+// config.tokenizer's (InputError otherwise).
+Corpus load_corpus_with_vocab(const DataConfig& config, Vocab vocab, int64_t* unknown = nullptr,
+                              TokenCacheWrites* writes = nullptr);
+
 // One split encoded with an existing vocabulary (eval reuses the run's vocabulary).
 std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
                                 const Vocab& vocab, EncodeStats* stats = nullptr,

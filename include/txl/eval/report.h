@@ -18,7 +18,7 @@ struct EvalReport {
   int64_t train_length = 0;  // train.tgt_len, marked in tables
   std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;
-  std::string origin;  // "imported from FILE (...)" for a run made by txl import, else ""
+  std::string origin;  // describe_origin (run_dir.h): "imported from ..." / "fine-tuned from ..."
   std::string precision = "fp32";  // fp32 | bf16 (--precision): in the JSON and the table
   std::vector<EvalResult> results;
   std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)

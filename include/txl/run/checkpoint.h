@@ -52,6 +52,14 @@ struct LoadedCheckpoint {
 // building a model.
 TrainState read_checkpoint_state(const std::string& path);
 
+// Whether the checkpoint holds an optimizer state (meta block only): txl import writes weights
+// alone, which training cannot resume from. InputError like read_checkpoint_state.
+bool holds_optimizer_state(const std::string& path);
+
+// "PATH: holds weights only ...; ... use txl train --config FILE --init-from DIR to fine-tune
+// it": why a weights-only checkpoint cannot be resumed, and what to do instead.
+std::string weights_only(const std::string& path);
+
 // Loads into an existing model (and optimizer when given) and restores the CPU generator.
 // Every problem is an InputError naming the file and what is wrong: missing, a directory,
 // truncated, corrupted (checksum), foreign (no txl header), another format version, a model

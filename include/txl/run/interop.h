@@ -69,4 +69,7 @@ ImportResult import_run(const ImportOptions& options);
 std::string vocab_text(const Vocab& vocab);
 Vocab read_vocab_text(const std::string& path, TokenizerKind kind);
 
+// Now in UTC as origin.json records it: "2026-01-31T12:00:00Z".
+std::string utc_now();
+
 }  // namespace txl

@@ -3,7 +3,8 @@
 //   vocab.json      the vocabulary built from the training split
 //   checkpoint.pt   the last checkpoint        best.pt   the best by validation perplexity
 //   metrics.jsonl   one JSON object per log interval and per validation
-//   origin.json     only in a run made by txl import: where its weights came from
+//   origin.json     only in a run made by txl import (where its weights came from) or by
+//                   txl train --init-from (the run it started from: train/init_from.h)
 #pragma once
 
 #include <string>
@@ -24,7 +25,7 @@ struct RunPaths {
   std::string best_checkpoint() const { return dir + "/best.pt"; }
   std::string metrics() const { return dir + "/metrics.jsonl"; }
   std::string eval_cache() const { return dir + "/eval-cache"; }  // eval/cache.h
-  std::string origin() const { return dir + "/origin.json"; }     // run/interop.h: imported
+  std::string origin() const { return dir + "/origin.json"; }     // imported or fine-tuned
 };
 
 // The files a run writes (names inside the run directory), the ones --force replaces.
@@ -81,7 +82,8 @@ class RunLock {
 };
 
 // "imported from FILE (XXH64 H, N names)" for a run made by txl import (its origin.json),
-// else "".
+// "fine-tuned from RUN (best.pt step S, XXH64 H; imported from FILE (...))" for one started by
+// txl train --init-from (the source's own origin after the semicolon, when it has one), else "".
 std::string describe_origin(const RunPaths& paths);
 
 // The run's name for tables: the directory's last component.

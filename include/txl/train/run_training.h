@@ -22,6 +22,10 @@ struct TrainRequest {
   std::string resume_dir;              // non-empty: continue that run from its checkpoint.pt
   std::vector<std::string> overrides;  // --set key=value (on resume: resumable keys only)
   bool force = false;                  // new run: clear an existing run directory
+  // New run: start from this run's weights and vocabulary (init_from.h), from its best.pt
+  // (falling back to checkpoint.pt) or, with "last", its checkpoint.pt.
+  std::string init_from;
+  std::string init_checkpoint = "best";
   // Data-parallel ranks (distributed.h): rank 0 prepares the run directory as one process
   // does; the others only load and check the same config and data (they never write it).
   int rank = 0;

@@ -26,11 +26,13 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "txl/config/config.h"
 #include "txl/data/corpus.h"
+#include "txl/train/init_from.h"
 
 namespace txl {
 
@@ -50,6 +52,9 @@ struct TrainOptions {
   // added up, so the result is one process's). Dropout draws from a
   // generator seeded per (train.seed, step, rank), so resuming needs no generator states.
   Distributed* dist = nullptr;
+  // A new run's first weights (txl train --init-from, init_from.h), or null: drawn from
+  // train.seed. Training takes them over and releases the source's model.
+  std::shared_ptr<InitSource> init;
 };
 
 struct TrainSummary {
@@ -68,8 +73,10 @@ struct TrainSummary {
 // (estimate_training_memory). InputError otherwise; call it before making the run directory,
 // so that bad input leaves nothing behind. What it adds to the token cache goes into `writes`
 // when given (the caller commits it once its own checks passed), else is written when every
-// check here has passed: a refusal leaves the cache as it was too.
-Corpus load_training_data(const Config& config, TokenCacheWrites* writes = nullptr);
+// check here has passed: a refusal leaves the cache as it was too. With `vocab` (a
+// fine-tuned run's: init_from.h) the corpus is read with it instead of building one.
+Corpus load_training_data(const Config& config, TokenCacheWrites* writes = nullptr,
+                          const Vocab* vocab = nullptr);
 
 // Runs training for a validated config on `corpus` (from load_training_data); the run
 // directory must already be prepared. On resume, a checkpoint whose config (other than
