@@ -203,16 +203,16 @@ TrainState read_checkpoint_state(const std::string& path) {
 }
 
 void verify_checkpoint(const std::string& path) {
-  std::string payload;
-  state_from_meta(parse_meta(read_checkpoint_file(path, &payload), path), path);
+  const auto nothing = [](const std::string&, const PayloadRead&, uint64_t) {};
+  state_from_meta(parse_meta(read_checkpoint_file(path, nothing), path), path);
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
-                                 torch::optim::Optimizer* optimizer) {
-  std::string payload;
-  const nlohmann::json meta = parse_meta(read_checkpoint_file(path, &payload), path);
-  LoadedCheckpoint loaded;
-  loaded.state = state_from_meta(meta, path);
+namespace {
+
+// The archive, read in place from the checkpoint file, into the model (and optimizer).
+void load_payload(const nlohmann::json& meta, const PayloadRead& read, uint64_t size,
+                  const std::string& path, TransformerLM& model, torch::optim::Optimizer* optimizer,
+                  LoadedCheckpoint& loaded) {
   // The checksums passed, so the payload is what save_checkpoint wrote; LibTorch can still
   // refuse it (a checkpoint written by another LibTorch, or tensors that do not fit), and
   // its c10::Error carries a backtrace, not a message for the user.
@@ -221,7 +221,9 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
     check_model_matches(meta, model, path);
     stage = "the archive";
     torch::serialize::InputArchive archive;
-    archive.load_from(payload.data(), payload.size(), model->device());  // onto the model's
+    archive.load_from(
+        read, [size] { return static_cast<size_t>(size); },
+        model->device());  // onto the model's
     stage = "the model weights";
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
@@ -247,6 +249,19 @@ LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
   } catch (const std::exception& e) {
     throw InputError(path + ": cannot load " + stage + " from the checkpoint (" + e.what() + ")");
   }
+}
+
+}  // namespace
+
+LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
+                                 torch::optim::Optimizer* optimizer) {
+  LoadedCheckpoint loaded;
+  read_checkpoint_file(path,
+                       [&](const std::string& meta_text, const PayloadRead& read, uint64_t size) {
+                         const nlohmann::json meta = parse_meta(meta_text, path);
+                         loaded.state = state_from_meta(meta, path);
+                         load_payload(meta, read, size, path, model, optimizer, loaded);
+                       });
   return loaded;
 }
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -153,17 +154,46 @@ void write_checkpoint_file(const std::string& path, const std::string& meta,
   });
 }
 
-std::string read_checkpoint_file(const std::string& path, std::string* payload) {
+std::string read_checkpoint_file(const std::string& path, const PayloadReader& read_payload) {
   uint64_t size = 0;
   auto in = open_file(path, &size);
   const std::string head = read_range(in, 0, std::min<uint64_t>(size, kHeaderSize), path);
   const Header h = decode_header(head, size, path);
   std::string meta = read_range(in, kHeaderSize, h.meta_size, path);
   check_hash(meta.data(), meta.size(), h.meta_hash, "metadata", path);
-  if (payload) {
-    *payload = read_range(in, kHeaderSize + h.meta_size, h.payload_size, path);
-    check_hash(payload->data(), payload->size(), h.payload_hash, "tensor data", path);
+  if (!read_payload) return meta;
+  // The checksum over the payload read in pieces, then the payload from the same open file
+  // (a checkpoint renamed over this one meanwhile is not read half and half).
+  const uint64_t offset = kHeaderSize + h.meta_size;
+  Xxh64 hash;
+  std::vector<char> piece(std::min<uint64_t>(h.payload_size, uint64_t{8} << 20));
+  in.seekg(static_cast<std::streamoff>(offset));
+  for (uint64_t done = 0; done < h.payload_size;) {
+    const uint64_t n = std::min<uint64_t>(piece.size(), h.payload_size - done);
+    in.read(piece.data(), static_cast<std::streamsize>(n));
+    if (static_cast<uint64_t>(in.gcount()) != n) {
+      throw InputError(path +
+                       ": cannot read checkpoint (short read; the file changed while reading?)");
+    }
+    hash.add(piece.data(), n);
+    done += n;
   }
+  if (hash.value() != h.payload_hash) {
+    throw InputError(path +
+                     ": corrupted: the checksum of the tensor data does not match (the file was "
+                     "damaged after it was written)");
+  }
+  read_payload(
+      meta,
+      [&](uint64_t pos, void* buf, size_t n) -> size_t {
+        if (pos >= h.payload_size) return 0;
+        n = static_cast<size_t>(std::min<uint64_t>(n, h.payload_size - pos));
+        in.clear();
+        in.seekg(static_cast<std::streamoff>(offset + pos));
+        in.read(static_cast<char*>(buf), static_cast<std::streamsize>(n));
+        return static_cast<size_t>(in.gcount());
+      },
+      h.payload_size);
   return meta;
 }
 

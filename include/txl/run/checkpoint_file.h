@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -19,10 +20,16 @@ using PayloadSink = std::function<void(const void* data, size_t size)>;
 void write_checkpoint_file(const std::string& path, const std::string& meta,
                            const std::function<void(const PayloadSink&)>& write_payload);
 
-// The file's meta block, with header and meta checksum verified; when `payload` is given,
-// the payload is read and verified too. Every problem is an InputError naming the file:
-// missing, a directory, empty, truncated, foreign (with what it looks like), another format
-// version, a checksum that does not match.
-std::string read_checkpoint_file(const std::string& path, std::string* payload);
+// The file's meta block, with header and meta checksum verified. When `read_payload` is
+// given, the payload's checksum is verified too, reading it in pieces (never held whole:
+// the archive LibTorch loads from is read in place), and then `read_payload` is called with
+// the meta, a reader of the payload's bytes (position, buffer, count -> bytes read) and its
+// size, on the same open file. Every problem is an InputError naming the file: missing, a
+// directory, empty, truncated, foreign (with what it looks like), another format version, a
+// checksum that does not match.
+using PayloadRead = std::function<size_t(uint64_t pos, void* buf, size_t size)>;
+using PayloadReader =
+    std::function<void(const std::string& meta, const PayloadRead& read, uint64_t size)>;
+std::string read_checkpoint_file(const std::string& path, const PayloadReader& read_payload);
 
 }  // namespace txl
