@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "txl/probe/probe_scoring.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -16,11 +17,34 @@ std::vector<PlannedProbe> plan_probes(const ProbeRequest& request, const ProbeSu
   for (const auto& name : request.names) {
     const Probe& probe = find_probe(name, where);
     auto values = resolve_probe_values(probe, request, subject, where);
-    const double tokens = probe.workload(subject, values).tokens;
-    planned.push_back({&probe, std::move(values), tokens});
+    const ProbeWorkload w = probe.workload(subject, values);
+    planned.push_back({&probe, std::move(values), w.tokens, w.window});
   }
   return planned;
 }
+
+namespace {
+
+// Tokens per second of one forward pass as a probe makes them: as many windows of `window`
+// tokens (of the split, at most the split) as eval.batch_tokens puts in a pass, timed. What
+// the estimate before a probe divides its tokens by.
+double forward_rate(const ProbeSubject& subject, int64_t window) {
+  const auto& ids = *subject.ids;
+  window = std::min<int64_t>(window, static_cast<int64_t>(ids.size()));
+  if (window < 2) return 0.0;  // no window to time: no estimate
+  ProbeScoreOptions options;
+  options.batch_tokens = subject.config->eval.batch_tokens;
+  options.precision = subject.precision;
+  const int64_t per_pass = std::max<int64_t>(1, options.batch_tokens / (window - 1));
+  const std::vector<std::vector<int32_t>> pass(
+      static_cast<size_t>(per_pass), std::vector<int32_t>(ids.begin(), ids.begin() + window));
+  const auto start = std::chrono::steady_clock::now();
+  score_windows(*subject.model, pass, 1, options);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s > 0 ? static_cast<double>(per_pass * window) / s : 0.0;
+}
+
+}  // namespace
 
 std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
                                     const ProbeSubject& subject, const std::string& label) {
@@ -39,8 +63,13 @@ std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
       fmt::print(stderr, "  {}probe {}: {:5.1f}%  {} elapsed, ~{} left\n", label, p.probe->name,
                  100.0 * fraction, format_duration(s), format_duration(left));
     };
-    fmt::print(stderr, "  {}probe {}: {:.3g} tokens to forward ({})\n", label, p.probe->name,
-               p.tokens, p.probe->cost);
+    const double rate = forward_rate(subject, p.window);
+    fmt::print(stderr, "  {}probe {}: {:.3g} tokens to forward ({}){}\n", label, p.probe->name,
+               p.tokens, p.probe->cost,
+               rate > 0
+                   ? fmt::format(", about {} at {:.0f} tok/s (one pass of {}-token windows timed)",
+                                 format_duration(p.tokens / rate), rate, p.window)
+                   : std::string());
     ProbeOutput out;
     out.name = p.probe->name;
     out.values = p.values;

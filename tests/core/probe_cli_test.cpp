@@ -73,6 +73,13 @@ TEST(ProbeCli, EvalRunsEveryProbeAndWritesItsSeedOptionsAndMetrics) {
     EXPECT_EQ(j["probes"][probe.name]["options"]["seed"], 7);
     EXPECT_FALSE(j["probes"][probe.name]["metrics"].empty());
     EXPECT_NE(r.out.find(std::string("probe ") + probe.name), std::string::npos) << r.out;
+    // Before it runs: its cost in tokens and the time that takes at a timed window's rate.
+    const std::string before = std::string("probe ") + probe.name + ": ";
+    const size_t at = r.err.find(before);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+    EXPECT_NE(line.find("tokens to forward"), std::string::npos) << line;
+    EXPECT_NE(line.find(" tok/s (one pass of "), std::string::npos) << line;
   }
   EXPECT_EQ(j["probes"]["copy"]["options"]["distances"], nlohmann::json::array({2, 8}));
   // RECL of one run alone is reported as such.

@@ -14,7 +14,8 @@ namespace txl {
 struct PlannedProbe {
   const Probe* probe = nullptr;
   ProbeValues values;
-  double tokens = 0;  // tokens it will forward (ProbeWorkload::tokens)
+  double tokens = 0;   // tokens it will forward (ProbeWorkload::tokens)
+  int64_t window = 0;  // its longest window (ProbeWorkload::window): timed before it runs
 };
 
 // Every requested probe resolved and checked on the subject (InputError naming `where` and
