@@ -134,12 +134,12 @@ void check_training_device(const Config& config, int world_size) {
 // vocab.json on resume (the corpus would build another), else with one built from it.
 Corpus load_request_corpus(const TrainRequest& o, const Config& config, const InitSource* init,
                            TokenCacheWrites* writes = nullptr) {
-  if (init != nullptr) return load_training_data(config, writes, &init->vocab);
+  if (init != nullptr) return load_training_data(config, writes, &init->vocab, o.world_size);
   if (!o.resume_dir.empty() && is_fine_tuned_run(o.resume_dir)) {
     const Vocab vocab = Vocab::load(RunPaths{o.resume_dir}.vocab());
-    return load_training_data(config, writes, &vocab);
+    return load_training_data(config, writes, &vocab, o.world_size);
   }
-  return load_training_data(config, writes);
+  return load_training_data(config, writes, nullptr, o.world_size);
 }
 
 // --init-from's run, read and checked against the new run's config (null without it).

@@ -12,6 +12,7 @@
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
 #include "txl/train/step_checks.h"
+#include "txl/util/error.h"
 
 namespace txl {
 
@@ -121,15 +122,23 @@ MemoryEstimate measure_training_memory(const Config& config, int64_t vocab_size,
                                        double available_bytes) {
   MemoryEstimate e = estimate_training_memory(config, vocab_size, segment_len);
   e.process_bytes = current_rss_mb() * 1024.0 * 1024.0;
-  const double state = e.weight_bytes + e.gradient_bytes + e.optimizer_bytes;
   if (!measurable_here(config)) return e;
-  // Weights, gradients and state alone past the machine: refused as it is, nothing built.
-  if (available_bytes > 0 && state > available_bytes) return e;
+  // Past the machine by the formula's lower bound already: refused as it is, nothing built.
+  if (!training_memory_fits(e, available_bytes)) return e;
 
   // Neither the measured steps' weights nor their dropout may move the run's random stream.
   auto generator = at::detail::getDefaultCPUGenerator();
   const torch::Tensor rng = generator.get_state();
-  const StepBytes step = measure_step(config, vocab_size, segment_len, train_tokens);
+  StepBytes step;
+  try {
+    step = measure_step(config, vocab_size, segment_len, train_tokens);
+  } catch (const c10::Error& error) {  // an allocation the machine refused: so would the run's
+    generator.set_state(rng);
+    throw InputError(fmt::format(
+        "this configuration failed a training step while its memory was measured ({}); reduce "
+        "train.batch_size, train.tgt_len or train.mem_len, or make the model smaller",
+        error.what_without_backtrace()));
+  }
   generator.set_state(rng);
   // Resident now, with what the steps freed handed back: LibTorch's code the step ran, its
   // thread pools and the corpus; not the step's own tensors, counted above.

@@ -2,6 +2,8 @@
 // directory.
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+
 #include "txl/platform/resources.h"
 #include "txl/train/batcher.h"
 #include "txl/train/memory_estimate.h"
@@ -11,7 +13,8 @@
 
 namespace txl {
 
-Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const Vocab* vocab) {
+Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const Vocab* vocab,
+                          int world_size) {
   auto t_load = Clock::now();
   TokenCacheWrites own;
   int64_t unknown = 0;
@@ -31,7 +34,9 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const 
   check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
                          longest_segment(tc));
   const double available = available_memory_bytes();
-  check_training_memory(measure_training_memory(config, corpus.vocab.size(), longest_segment(tc),
+  Config process = config;  // what one process trains: its share of the streams
+  process.train.batch_size = std::max<int64_t>(1, tc.batch_size / std::max(1, world_size));
+  check_training_memory(measure_training_memory(process, corpus.vocab.size(), longest_segment(tc),
                                                 &corpus.train, available),
                         available);
   own.commit();

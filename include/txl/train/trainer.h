@@ -74,9 +74,10 @@ struct TrainSummary {
 // so that bad input leaves nothing behind. What it adds to the token cache goes into `writes`
 // when given (the caller commits it once its own checks passed), else is written when every
 // check here has passed: a refusal leaves the cache as it was too. With `vocab` (a
-// fine-tuned run's: init_from.h) the corpus is read with it instead of building one.
+// fine-tuned run's: init_from.h) the corpus is read with it instead of building one. The
+// memory check is one process's: with `world_size` processes, its share of the streams.
 Corpus load_training_data(const Config& config, TokenCacheWrites* writes = nullptr,
-                          const Vocab* vocab = nullptr);
+                          const Vocab* vocab = nullptr, int world_size = 1);
 
 // Runs training for a validated config on `corpus` (from load_training_data); the run
 // directory must already be prepared. On resume, a checkpoint whose config (other than
