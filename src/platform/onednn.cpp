@@ -1,5 +1,6 @@
 #include "txl/platform/onednn.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -73,6 +74,7 @@ dnnl::memory::desc describe(const torch::Tensor& t, dnnl::memory::data_type type
 // for a new one per length, so the cache is emptied when it grows past kMaxCached.
 using CachedMatmul = std::shared_ptr<const dnnl::matmul>;
 constexpr size_t kMaxCached = 512;
+std::atomic<int64_t> kernels_made{0};  // primitives find_or_create has made, ever
 
 std::vector<int64_t> cache_key(const torch::Tensor& a, const torch::Tensor& b,
                                const torch::Tensor& bias) {
@@ -122,6 +124,7 @@ CachedMatmul find_or_create(const torch::Tensor& a, const torch::Tensor& b,
   auto found = cache.find(key);
   if (found != cache.end()) return found->second;
   if (cache.size() >= kMaxCached) cache.clear();
+  kernels_made.fetch_add(1);
   CachedMatmul entry;
   try {
     const auto pd =
@@ -148,6 +151,8 @@ bool describable(const torch::Tensor& t) {
 }
 
 }  // namespace
+
+int64_t onednn_matmul_kernels_made() { return kernels_made.load(); }
 
 bool onednn_matmul_enabled() {
   static const bool enabled = !switched_off();
@@ -223,6 +228,8 @@ bool onednn_sgemm(bool a_t, bool b_t, int64_t m, int64_t n, int64_t k, const flo
 }
 
 #else  // no oneDNN headers at build time
+
+int64_t onednn_matmul_kernels_made() { return 0; }
 
 bool onednn_matmul_enabled() { return false; }
 

@@ -25,6 +25,11 @@ bool onednn_matmul_enabled();
 // stayed 2.5x faster, so those take oneDNN at any instruction set.
 bool onednn_for_layers();
 
+// Matmul kernels (oneDNN primitives) made so far in this process: each new combination of
+// shapes JIT-compiles one and keeps it, so a product whose rows change every step belongs on
+// LibTorch's path instead (adaptive_softmax.cpp). 0 without oneDNN.
+int64_t onednn_matmul_kernels_made();
+
 // "oneDNN 2.6.3 (...) for ..." or why not, for txl info and the bench.
 std::string onednn_matmul_status();
 
