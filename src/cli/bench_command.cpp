@@ -163,10 +163,6 @@ LongWindowResult long_window_in_child(const BenchCommandOptions& o, const Config
   return LongWindowResult::from_json(j.at("long_window"));
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  if (!path.empty()) write_output_file(path, "--json", j.dump(2) + "\n");
-}
-
 // Every chosen encoding at the same shape, in this process, their steps taken in turn:
 // median and fastest training step, their ratios to absolute's (when absolute is among them)
 // and evaluation time. Memory is off for all (absolute has none), so every encoding attends
@@ -220,7 +216,7 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
   }
   fmt::print("load average {:.2f} (1 min; other work on the machine skews every number above)\n",
              results.empty() ? 0.0 : results.back().load_average);
-  write_json(o.json_path, {{"encodings", rows}});
+  write_json_output(o.json_path, {{"encodings", rows}});
   return 0;
 }
 
@@ -357,7 +353,7 @@ int run_bench_command(const BenchCommandOptions& o) {
 
   if (o.long_only) {
     const auto r = run_long_window(config, o.vocab, o.long_length, static_cast<int>(o.long_passes));
-    write_json(o.json_path, {{"long_window", r.to_json()}});
+    write_json_output(o.json_path, {{"long_window", r.to_json()}});
     if (o.json_path.empty()) fmt::print("{}\n", r.to_json().dump());
     return 0;
   }
@@ -372,7 +368,7 @@ int run_bench_command(const BenchCommandOptions& o) {
   print_bench(r, config, o.profile);
   auto j = r.to_json();
   if (o.long_length > 0) j["long_window"] = long_window_rows(o, config, r);
-  write_json(o.json_path, j);
+  write_json_output(o.json_path, j);
   return 0;
 }
 

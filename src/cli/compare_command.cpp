@@ -105,8 +105,7 @@ int run_compare(const CompareCommandOptions& o) {
       json["probe_runs"] = nlohmann::json::array();
       for (const auto& run : probes) json["probe_runs"].push_back(probes_to_json(run));
     }
-    write_output_file(o.json_path, "--json", json.dump(2) + "\n");
-    fmt::print("wrote {}\n", o.json_path);
+    write_json_output(o.json_path, json);
   }
   if (!o.plot_path.empty()) {
     const std::string svg = svg_beside(o.plot_path);

@@ -70,10 +70,7 @@ int run_encodings(const EncodingsOptions& o) {
   fmt::print(
       "\nmemory: works with train.mem_len > 0 and txl eval --method memory. Set one with "
       "--set model.pos_encoding=NAME; an option of another encoding is refused.\n");
-  if (!o.json_path.empty()) {
-    write_output_file(o.json_path, "--json", encodings_json().dump(2) + "\n");
-    fmt::print("wrote {}\n", o.json_path);
-  }
+  if (!o.json_path.empty()) write_json_output(o.json_path, encodings_json());
   return 0;
 }
 

@@ -47,8 +47,7 @@ int run_eval(const EvalCommandOptions& o) {
   if (!o.json_path.empty()) {
     auto json = report_to_json(report);
     if (!probes.empty()) json["probes"] = probes_to_json(probes);
-    write_output_file(o.json_path, "--json", json.dump(2) + "\n");
-    fmt::print("wrote {}\n", o.json_path);
+    write_json_output(o.json_path, json);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "txl/cli/output_path.h"
 
 #include <fcntl.h>
+#include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,6 +103,12 @@ void write_output_file(const std::string& path, const std::string& option,
                        const std::string& content) {
   check_output_path(path, option);
   write_file_atomic(path, content);
+}
+
+void write_json_output(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return;
+  write_output_file(path, "--json", j.dump(2) + "\n");
+  fmt::print("wrote {}\n", path);
 }
 
 }  // namespace txl

@@ -91,9 +91,7 @@ int run_protocols(const ProtocolsOptions& o) {
       "txl eval --method NAME, or a study's eval.methods.\n");
   print_probes();
   if (!o.json_path.empty()) {
-    const nlohmann::json j = {{"protocols", protocols_json()}, {"probes", probes_json()}};
-    write_output_file(o.json_path, "--json", j.dump(2) + "\n");
-    fmt::print("wrote {}\n", o.json_path);
+    write_json_output(o.json_path, {{"protocols", protocols_json()}, {"probes", probes_json()}});
   }
   return 0;
 }

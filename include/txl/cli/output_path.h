@@ -12,6 +12,7 @@
 // target is what the rules above are applied to (a link to RUN/best.pt is refused).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace txl {
@@ -23,5 +24,9 @@ void check_output_path(const std::string& path, const std::string& option);
 // write_file_atomic.
 void write_output_file(const std::string& path, const std::string& option,
                        const std::string& content);
+
+// A command's --json FILE at its end: `j` (two-space indent, a final newline) through
+// write_output_file, then "wrote FILE" on stdout; an empty `path` writes nothing.
+void write_json_output(const std::string& path, const nlohmann::json& j);
 
 }  // namespace txl
