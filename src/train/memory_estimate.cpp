@@ -134,10 +134,12 @@ void check_training_memory(const MemoryEstimate& e, double available_bytes) {
   const bool vocabulary_dominates = !e.adaptive && e.vocabulary_bytes > 0.5 * e.total_bytes();
   throw InputError(fmt::format(
       "this configuration needs {} {} to train ({}; {} of it grows with the vocabulary of {} "
-      "tokens) but only {} of memory is available; {}make the model smaller (model.n_layer, "
+      "tokens), {} more than the process holds now, but only {} of memory is available; {}make "
+      "the model smaller (model.n_layer, "
       "model.d_model, model.d_inner) or reduce train.batch_size, train.tgt_len or train.mem_len",
       e.measured ? "about" : "at least", format_bytes(e.total_bytes()), describe_memory_parts(e),
-      format_bytes(e.vocabulary_bytes), e.vocab_size, format_bytes(available_bytes),
+      format_bytes(e.vocabulary_bytes), e.vocab_size,
+      format_bytes(e.total_bytes() - e.process_bytes), format_bytes(available_bytes),
       vocabulary_dominates ? "use adaptive softmax (model.adaptive: README, Adaptive input and "
                              "softmax), a smaller vocabulary (data.max_vocab), or "
                            : ""));
