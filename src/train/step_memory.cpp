@@ -3,7 +3,6 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "txl/config/encodings.h"
 #include "txl/model/memory.h"
