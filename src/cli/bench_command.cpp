@@ -221,11 +221,9 @@ int run_encodings_bench(const BenchCommandOptions& o, const Config& base) {
 }
 
 // What a protocol's row of the bench measured, as `txl eval` would be asked for it.
-std::string eval_rate_setting(const std::string& method, const BenchResult& r) {
-  if (method == "sliding") return fmt::format("L {}, stride {}", r.query_len, r.query_len / 2);
-  if (method == "memory")
-    return fmt::format("L {}, mem {} x {} streams", r.query_len, r.mem_len, r.batch);
-  return fmt::format("L {}, {} windows a pass", r.query_len, r.batch);
+std::string eval_rate_setting(const EvalRate& e, const BenchResult& r) {
+  if (e.setting == "-") return fmt::format("L {}, {} windows a pass", r.query_len, r.batch);
+  return fmt::format("L {}, {}", r.query_len, e.setting);
 }
 
 // The bench's table: shapes, train and eval timings, memory, FLOPs and MFU, the profile.
@@ -253,7 +251,7 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
         "eval {:<10} {:8.0f} tok/s | {:.2f}x training (median step) | {} passes, median {:.1f} ms, "
         "fastest {:.1f} of {} evaluations | {}\n",
         e.method, e.tokens_per_s, e.ratio_to_train, e.passes, e.ms.median_ms, e.ms.min_ms,
-        e.ms.count, eval_rate_setting(e.method, r));
+        e.ms.count, eval_rate_setting(e, r));
   }
   fmt::print("memory       peak RSS {:.0f} MB\n", r.peak_rss_mb);
   fmt::print("flops/token  train {:.2f} M, eval {:.2f} M; {}\n", r.flops.train_per_token / 1e6,
@@ -275,7 +273,7 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
                format_op_table(r.profile_by_caller, r.profiled_ms, 40));
     if (!r.eval_profile.empty()) {
       fmt::print("\nper-operator time of one evaluation ({} protocol, {:.0f} ms wall):\n{}",
-                 to_string(r.primary_eval_method()), r.eval_profiled_ms,
+                 r.primary_method, r.eval_profiled_ms,
                  format_op_table(r.eval_profile, r.eval_profiled_ms, 25));
     }
   }

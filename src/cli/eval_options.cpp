@@ -17,10 +17,25 @@ namespace {
 
 // "nonoverlap | sliding | memory", then each protocol's description and cost (txl protocols).
 std::string method_help() {
-  std::string out = join(eval_protocol_names(), " | ") + " (default nonoverlap):";
+  std::string out =
+      join(eval_protocol_names(), " | ") + " (default " + default_eval_method() + "):";
   for (const auto& p : eval_protocols())
     out += fmt::format("\n  {}: {} ({})", p.name, p.description, p.cost);
   return out;
+}
+
+// Every protocol's settings as options, from their declarations (protocol.h).
+void add_protocol_setting_options(CLI::App* cmd, EvalCliOptions& o) {
+  for (const auto& protocol : eval_protocols()) {
+    for (const auto& s : protocol.settings) {
+      std::optional<int64_t>& value = o.protocol_settings[s.name];  // a map node: stays put
+      if (s.is_switch)
+        cmd->add_flag_callback(
+            s.flag, [&value] { value = 1; }, s.doc);
+      else
+        cmd->add_option(s.flag, value, s.doc);
+    }
+  }
 }
 
 }  // namespace
@@ -31,14 +46,7 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--lengths", o.lengths,
                   "Comma-separated lengths (default: " + help.defaults_from + " eval.lengths)");
   cmd->add_option("--method", o.method, method_help());
-  cmd->add_option("--stride", o.stride, "sliding: window advance, 1 to L (default L/2)");
-  cmd->add_option("--mem-len", o.mem_len,
-                  "memory: memory length, >= 0 (0 = none; default: the evaluated length)");
-  cmd->add_option("--streams", o.streams,
-                  "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)");
-  cmd->add_flag("--same-length", o.same_length,
-                "memory: every query attends over the same mem_len most recent keys, as the "
-                "Transformer-XL paper evaluates (same_length)");
+  add_protocol_setting_options(cmd, o);
   cmd->add_option("--clamp-len", o.clamp_len,
                   "relative: cap distances, >= 0 (0 = no cap; default: " + help.clamp_from +
                       " model.clamp_len)");
@@ -70,23 +78,26 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
 
 namespace {
 
-// A flag that only another protocol reads, given with this one: refused naming both.
-void check_protocol_flags(const EvalCliOptions& o, EvalMethod method) {
-  const std::pair<const char*, bool> given[] = {{"--stride", o.stride.has_value()},
-                                                {"--mem-len", o.mem_len.has_value()},
-                                                {"--streams", o.streams.has_value()},
-                                                {"--same-length", o.same_length}};
+// The settings given on the command line, each checked against its range; a flag that
+// only another protocol reads, given with this one, is refused naming both.
+ProtocolSettings given_protocol_settings(const EvalCliOptions& o, const std::string& method) {
+  ProtocolSettings given;
   for (const auto& p : eval_protocols()) {
-    if (p.id == method) continue;
-    for (const auto& option : p.options) {
-      for (const auto& [flag, is_given] : given) {
-        if (!is_given || std::string(flag) != option.flag) continue;
-        throw InputError(std::string(flag) + " applies to --method " + p.name +
-                         " only, but --method is " + o.method + "; leave " + flag +
-                         " out or use --method " + p.name);
+    for (const auto& s : p.settings) {
+      const auto it = o.protocol_settings.find(s.name);
+      if (it == o.protocol_settings.end() || !it->second) continue;
+      if (method == p.name) {
+        given.set(s.name, *it->second);
+        continue;
       }
+      throw InputError(std::string(s.flag) + " applies to --method " + p.name +
+                       " only, but --method is " + method + "; leave " + s.flag +
+                       " out or use --method " + p.name);
     }
   }
+  const EvalProtocol& protocol = eval_protocol(method);
+  check_setting_ranges(protocol, given, flag_namer(protocol), /*accept_unset=*/false);
+  return given;
 }
 
 }  // namespace
@@ -94,19 +105,9 @@ void check_protocol_flags(const EvalCliOptions& o, EvalMethod method) {
 EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   EvalPlan c;
   c.settings.method = parse_eval_method(o.method, "--method");
-  check_protocol_flags(o, c.settings.method);
-  c.settings.precision = parse_precision(o.precision, "--precision");
   // Given values must mean what they say; the defaults are asked for by leaving a flag out.
-  if (o.stride && *o.stride < 1) {
-    throw InputError("--stride " + std::to_string(*o.stride) +
-                     " is not valid; expected a window advance from 1 to the window length "
-                     "(leave --stride out for L/2)");
-  }
-  if (o.mem_len && *o.mem_len < 0) {
-    throw InputError("--mem-len " + std::to_string(*o.mem_len) +
-                     " is not valid; expected a memory length >= 0 (0 = no memory carried; "
-                     "leave --mem-len out for the evaluated length)");
-  }
+  c.settings.protocol_settings = given_protocol_settings(o, c.settings.method);
+  c.settings.precision = parse_precision(o.precision, "--precision");
   if (o.clamp_len && *o.clamp_len < 0) {
     throw InputError("--clamp-len " + std::to_string(*o.clamp_len) +
                      " is not valid; expected >= 0 (0 = no cap; leave --clamp-len out for "
@@ -125,11 +126,7 @@ EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
                      "(txl encodings lists each encoding's aids) or leave --aid-factor out");
   }
   c.settings.aid_factor = factor;
-  c.settings.stride = o.stride.value_or(0);
-  c.settings.mem_len = o.mem_len.value_or(-1);
   c.settings.clamp_len = o.clamp_len.value_or(-1);
-  c.settings.streams = o.streams.value_or(EvalSettings{}.streams);
-  c.settings.same_length = o.same_length;
   c.settings.max_tokens = o.max_tokens;
   parse_checkpoint_choice(o.checkpoint, "--checkpoint");
   if (!o.split.empty()) parse_eval_split(o.split, "--split");

@@ -63,11 +63,16 @@ nlohmann::json protocols_json() {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : eval_protocols()) {
     nlohmann::json options = nlohmann::json::array();
-    for (const auto& o : p.options) {
+    for (const auto& s : p.settings) {
       options.push_back(
-          {{"flag", o.flag},
-           {"study_key", o.study_key ? nlohmann::json(o.study_key) : nlohmann::json()},
-           {"doc", o.doc}});
+          {{"name", s.name},
+           {"flag", s.flag},
+           {"study_key", s.study_key ? nlohmann::json(s.study_key) : nlohmann::json()},
+           {"switch", s.is_switch},
+           {"min", s.min},
+           {"max", s.max},
+           {"unset", s.unset},
+           {"doc", s.doc}});
     }
     rows.push_back({{"name", p.name},
                     {"description", p.description},
@@ -84,7 +89,11 @@ int run_protocols(const ProtocolsOptions& o) {
   for (const auto& p : eval_protocols()) {
     fmt::print("{:<11} {:<6} {}\n", p.name, p.needs_memory ? "yes" : "no", p.description);
     fmt::print("{:<18} cost: {}\n", "", p.cost);
-    for (const auto& option : p.options) fmt::print("{:<18} {}: {}\n", "", option.flag, option.doc);
+    for (const auto& s : p.settings) {
+      fmt::print("{:<18} {}{}: {}\n", "", s.flag,
+                 s.study_key ? fmt::format(" (study: eval.{})", s.study_key) : std::string(),
+                 s.doc);
+    }
   }
   fmt::print(
       "\nmemory = yes: only for encodings that carry memory (txl encodings). Choose one with "

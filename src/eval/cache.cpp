@@ -18,7 +18,7 @@ namespace txl {
 namespace {
 
 // 2: learned_absolute interpolation over the trained rows; 3: entries carry a digest.
-constexpr int kCacheVersion = 3;
+constexpr int kCacheVersion = 4;
 
 // What a result's own numbers must satisfy: finite, non-negative NLLs (a token's NLL is
 // -log p with p <= 1) whose windows add up to the total, tokens counted the same way by the
@@ -89,7 +89,7 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                         {"checkpoint", s.checkpoint},
                         {"checkpoint_step", s.checkpoint_step},
                         {"checkpoint_checksum", hex64(s.checkpoint_checksum)},
-                        {"method", to_string(r.method)},
+                        {"method", r.method},
                         {"length", r.length},
                         {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
                         {"max_tokens", r.max_tokens},
@@ -98,18 +98,14 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                         {"aid", to_string(r.aid)},
                         {"aid_factor", r.aid_factor},
                         {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}};
-  eval_protocol(r.method).cache_key(r, key);  // its settings: stride, mem_len, streams
+  add_settings_to_key(eval_protocol(r.method), resolved_settings(r), key);
   return key;
 }
 
 std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k) {
   std::string name = fmt::format("{}-{}-L{}", k.at("split").get<std::string>(),
                                  k.at("method").get<std::string>(), k.at("length").get<int64_t>());
-  if (k.at("stride").get<int64_t>() > 0) name += fmt::format("-S{}", k.at("stride").get<int64_t>());
-  if (k.at("streams").get<int64_t>() > 0) {  // a protocol with memory streams
-    name += fmt::format("-M{}-B{}", k.at("mem_len").get<int64_t>(), k.at("streams").get<int64_t>());
-    if (k.value("same_length", false)) name += "-SL";
-  }
+  name += settings_file_part(eval_protocol(k.at("method").get<std::string>()), k);
   name += fmt::format("-C{}-T{}-{}-P{}-{}-step{}.json", k.at("clamp_len").get<int64_t>(),
                       k.at("max_tokens").get<int64_t>(), k.at("precision").get<std::string>(),
                       k.at("position_buckets").get<int64_t>(),
@@ -123,12 +119,9 @@ std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k)
 }
 
 nlohmann::json result_to_json(const EvalResult& r) {
-  return {{"method", to_string(r.method)},
+  return {{"method", r.method},
           {"length", r.length},
-          {"stride", r.stride},
-          {"mem_len", r.mem_len},
-          {"streams", r.streams},
-          {"same_length", r.same_length},
+          {"settings", settings_to_json(eval_protocol(r.method), r.settings)},
           {"aid", to_string(r.aid)},
           {"aid_factor", r.aid_factor},
           {"tokens", r.tokens},
@@ -144,10 +137,7 @@ EvalResult result_from_json(const nlohmann::json& j) {
   EvalResult r;
   r.method = parse_eval_method(j.at("method").get<std::string>());
   r.length = j.at("length").get<int64_t>();
-  r.stride = j.at("stride").get<int64_t>();
-  r.mem_len = j.at("mem_len").get<int64_t>();
-  r.streams = j.at("streams").get<int64_t>();
-  r.same_length = j.value("same_length", false);
+  r.settings = settings_from_json(eval_protocol(r.method), j.at("settings"));
   r.aid = parse_extrapolation_aid(j.at("aid").get<std::string>(), "aid");
   r.aid_factor = j.at("aid_factor").get<double>();
   r.tokens = j.at("tokens").get<int64_t>();

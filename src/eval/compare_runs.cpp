@@ -107,8 +107,8 @@ void plan_requests(ComparedRuns& c) {
     }
   }
   if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; })) {
-    const EvalMethod method = c.specs[0].settings.method;
-    throw InputError("--method " + to_string(method) + " does not apply to any of the runs (" +
+    const std::string& method = c.specs[0].settings.method;
+    throw InputError("--method " + method + " does not apply to any of the runs (" +
                      method_unavailable(c.runs[0].config.model, method) +
                      "): it needs an encoding with memory; use nonoverlap or sliding");
   }
@@ -249,7 +249,7 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   c.split = runs.split;
   c.tokenizer = to_string(runs.runs[0].config.data.tokenizer);
   c.bytes_per_token = bytes_per_token(out.stats);
-  c.method = to_string(o.settings.method);
+  c.method = o.settings.method;
   c.precision = to_string(o.settings.precision);
   c.lengths = runs.lengths;
   c.per_position = o.per_position;

@@ -104,19 +104,19 @@ class Progress {
 // NLL of positions score_from..Q-1 of each row.                              -> [B, Q - score_from]
 torch::Tensor per_token_nll(TransformerLM& model, const torch::Tensor& inputs,
                             const torch::Tensor& targets, const Memory& memory,
-                            const EvalRequest& request, Memory* next_memory, Progress& progress,
-                            int64_t score_from = 0) {
+                            const EvalRequest& request, const PassPlan& plan, Memory* next_memory,
+                            Progress& progress, int64_t score_from = 0) {
   ForwardOptions opts;
   opts.score_from = score_from;
   opts.progress = progress.layer_hook(inputs.numel());
   opts.targets = targets;
   opts.clamp_len = request.clamp_len;
-  opts.key_window = request.same_length ? request.mem_len : 0;
+  opts.key_window = plan.key_window;
   opts.aid = request.aid;
   opts.aid_factor = request.aid_factor;
   opts.aid_length = request.length;
   opts.train_len = request.train_len;
-  opts.keep_memory = next_memory ? request.mem_len : 0;
+  opts.keep_memory = next_memory ? plan.keep_memory : 0;
   auto out = model->forward(inputs, memory, opts);
   if (next_memory) *next_memory = std::move(out.memory);
   progress.pass_done(inputs.numel(), inputs.size(0));
@@ -147,7 +147,7 @@ void run_plan(TransformerLM& model, const torch::Tensor& stream, const PassPlan&
     Memory next;
     // A pass with fewer rows continues the last streams.
     const Memory context = plan.carries_memory ? last_streams(memory, n_rows) : Memory{};
-    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), context, request,
+    auto nll = per_token_nll(model, torch::stack(in), torch::stack(tg), context, request, plan,
                              plan.carries_memory ? &next : nullptr, progress,
                              skip);  // [R, W - skip]
     if (plan.carries_memory) memory = std::move(next);
@@ -223,10 +223,10 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
                      std::to_string(r.length));
   const std::string inapplicable = method_unavailable(model->config(), r.method);
   if (!inapplicable.empty()) {
-    throw InputError("--method " + to_string(r.method) + " does not apply to this run: its " +
+    throw InputError("--method " + r.method + " does not apply to this run: its " +
                      "model.pos_encoding " + inapplicable + " (use nonoverlap or sliding)");
   }
-  eval_protocol(r.method).check(r);
+  check_request_settings(r, flag_namer(eval_protocol(r.method)), /*accept_unset=*/false);
   check_aid(model->config(), r);
   if (r.shards < 1 || r.shard < 0 || r.shard >= r.shards) {
     throw std::invalid_argument("evaluation shard " + std::to_string(r.shard) + " of " +
@@ -259,7 +259,8 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   result.aid = request.aid;
   result.aid_factor = request.aid_factor;
   result.length = request.length;
-  protocol.fill_result(request, n_targets, result);
+  result.settings = resolved_settings(request);
+  if (protocol.adjust_result) protocol.adjust_result(n_targets, result.settings);
   // No window is longer than the split (a --lengths past it scores one window of it all).
   Scorer scorer(result, std::min(request.length, n_targets), request.position_buckets);
 

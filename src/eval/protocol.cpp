@@ -6,12 +6,17 @@
 #include <algorithm>
 
 #include "txl/config/encodings.h"
-#include "txl/eval/protocols/protocols.h"
 #include "txl/eval/request.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
 namespace txl {
+
+// The registered protocols, one file each in src/eval/protocols/: a new one is its file, a
+// declaration here and a line in the registry.
+EvalProtocol nonoverlap_protocol();  // nonoverlap.cpp
+EvalProtocol sliding_protocol();     // sliding.cpp
+EvalProtocol memory_protocol();      // memory.cpp
 
 const std::vector<EvalProtocol>& eval_protocols() {
   static const std::vector<EvalProtocol> registry = {
@@ -22,13 +27,14 @@ const std::vector<EvalProtocol>& eval_protocols() {
   return registry;
 }
 
-const EvalProtocol& eval_protocol(EvalMethod method) {
+const EvalProtocol& eval_protocol(const std::string& name) {
   for (const auto& p : eval_protocols()) {
-    if (p.id == method) return p;
+    if (name == p.name) return p;
   }
-  throw std::logic_error("evaluation method " + std::to_string(static_cast<int>(method)) +
-                         " has no registered protocol");
+  throw std::logic_error("evaluation method \"" + name + "\" has no registered protocol");
 }
+
+std::string default_eval_method() { return eval_protocols().front().name; }
 
 std::vector<std::string> eval_protocol_names() {
   std::vector<std::string> names;
@@ -36,17 +42,15 @@ std::vector<std::string> eval_protocol_names() {
   return names;
 }
 
-std::string to_string(EvalMethod method) { return eval_protocol(method).name; }
-
-EvalMethod parse_eval_method(const std::string& name, const std::string& key_path) {
+std::string parse_eval_method(const std::string& name, const std::string& key_path) {
   for (const auto& p : eval_protocols()) {
-    if (name == p.name) return p.id;
+    if (name == p.name) return p.name;
   }
   throw InputError(key_path + " \"" + name + "\" is not valid; expected one of " +
                    join(eval_protocol_names()));
 }
 
-std::string method_unavailable(const ModelConfig& model, EvalMethod method) {
+std::string method_unavailable(const ModelConfig& model, const std::string& method) {
   const EncodingTraits& traits = encoding_traits(model.pos_encoding);
   const EvalProtocol& protocol = eval_protocol(method);
   if (protocol.needs_memory && !traits.takes_memory)
@@ -63,6 +67,20 @@ std::string protocol_unavailable(const ModelConfig& model, const EvalRequest& re
     return "the aid " + to_string(request.aid) + " does not apply to " + traits.name;
   }
   return length_unavailable(model, request);
+}
+
+EvalRequest as_trained_request(const Config& config, bool carries_memory) {
+  for (const auto& p : eval_protocols()) {
+    ProtocolSettings settings;
+    if (p.as_trained(config.train, carries_memory, settings) != TrainingFit::kOwn) continue;
+    EvalRequest r;
+    r.method = p.name;
+    r.length = config.train.tgt_len;
+    r.settings = settings;
+    r.precision = config.train.precision;
+    return r;
+  }
+  throw std::logic_error("no evaluation protocol is a run's own");
 }
 
 std::pair<int64_t, int64_t> shard_block(int64_t count, const EvalRequest& r) {

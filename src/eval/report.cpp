@@ -31,7 +31,7 @@ std::string describe_method(const EvalResult& r) {
 
 std::string method_setting(const EvalResult& r) {
   const std::string aid = aid_label(r.aid, r.aid_factor);
-  const std::string method = eval_protocol(r.method).setting(r);
+  const std::string method = settings_text(eval_protocol(r.method), r.settings);
   if (aid.empty()) return method;
   return method == "-" ? aid : method + ", " + aid;
 }
@@ -43,7 +43,7 @@ double bits_per_byte(double bits_per_token, double bytes_per_token) {
 nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapOptions& bootstrap,
                                double bytes_per_token) {
   const auto ci = mean_nll_interval(e, bootstrap);
-  nlohmann::json row = {{"method", to_string(e.method)},
+  nlohmann::json row = {{"method", e.method},
                         {"length", e.length},
                         {"window", longest_window(e)},
                         {"tokens", e.tokens},
@@ -67,7 +67,7 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
     row["aid"] = to_string(e.aid);
     row["aid_factor"] = e.aid_factor;
   }
-  eval_protocol(e.method).json_row(e, row);
+  row.update(settings_to_json(eval_protocol(e.method), e.settings));
   return row;
 }
 
@@ -99,7 +99,7 @@ std::string format_per_position(const EvalResult& e) {
   return out;
 }
 
-std::string per_position_heading(EvalMethod method) {
+std::string per_position_heading(const std::string& method) {
   std::string out = "mean NLL per position inside the window ([first, end) of each bucket)";
   const std::string note = eval_protocol(method).position_note;
   if (!note.empty()) out += "; " + note;
@@ -118,7 +118,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
   }
   return {{"run", r.run},
           {"split", r.split},
-          {"method", r.results.empty() ? "" : to_string(r.results.front().method)},
+          {"method", r.results.empty() ? "" : r.results.front().method},
           {"encoding", r.encoding},
           {"tokenizer", r.tokenizer},
           {"train_length", r.train_length},
@@ -150,9 +150,9 @@ std::string format_report_table(const EvalReport& r) {
     if (!short_window_note(e).empty()) mark += " !";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
     out += fmt::format(
-        "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length,
-        to_string(e.method), method_setting(e), e.tokens, e.window_nll.size(), e.mean_nll(),
-        e.ppl(), format_interval(mean_nll_interval(e, r.bootstrap)),
+        "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length, e.method,
+        method_setting(e), e.tokens, e.window_nll.size(), e.mean_nll(), e.ppl(),
+        format_interval(mean_nll_interval(e, r.bootstrap)),
         (chars ? fmt::format(" {:>7.4f}", e.bpc()) : "") +
             (bytes ? fmt::format(" {:>7.4f}", bits_per_byte(e.bpc(), r.bytes_per_token)) : ""),
         mark, cached);

@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "txl/eval/protocol.h"
+
 namespace txl {
 
 EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t batch_tokens,
@@ -9,11 +11,9 @@ EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t bat
   EvalRequest r;
   r.method = s.method;
   r.length = length;
-  r.stride = s.stride;
-  r.mem_len = s.mem_len >= 0 ? s.mem_len : length;
+  r.settings = s.protocol_settings;
+  r.settings = resolved_settings(r);
   r.clamp_len = s.clamp_len;
-  r.streams = s.streams;
-  r.same_length = s.same_length;
   r.batch_tokens = batch_tokens;
   r.max_tokens = s.max_tokens;
   r.precision = s.precision;

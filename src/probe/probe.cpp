@@ -213,7 +213,6 @@ void check_probe_memory(const Probe& probe, const ProbeSubject& subject, const P
   // The windows' forward passes as evaluation makes them: windows of `window` tokens, as many
   // per pass as eval.batch_tokens allows (probe_scoring.h).
   EvalRequest pass;
-  pass.method = EvalMethod::kNonOverlap;
   pass.length = w.window - 1;
   pass.batch_tokens = subject.config->eval.batch_tokens;
   const EvalMemoryEstimate e =

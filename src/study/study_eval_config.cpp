@@ -61,30 +61,71 @@ using study_json::check_list;
 using study_json::read_int;
 using study_json::read_string;
 
-const std::vector<std::string> kEvalKeys = {"split",      "methods",     "lengths", "stride",
-                                            "mem_lens",   "same_length", "aids",    "max_tokens",
-                                            "checkpoint", "probes"};
+// The section's own keys; the protocols' study keys (protocol.h) are added to them.
+std::vector<std::string> eval_keys() {
+  std::vector<std::string> keys = {"split",      "methods",    "lengths", "aids",
+                                   "max_tokens", "checkpoint", "probes"};
+  for (const auto& protocol : eval_protocols()) {
+    for (const auto& s : protocol.settings) {
+      if (s.study_key) keys.push_back(s.study_key);
+    }
+  }
+  return keys;
+}
+
+// How a study message names a protocol's setting: where.study_key ("eval.mem_lens").
+SettingNamer study_namer(const EvalProtocol& protocol, const std::string& where) {
+  return [&protocol, where](const std::string& name) {
+    const ProtocolSetting* s = find_setting(protocol, name);
+    return where + "." + (s && s->study_key ? s->study_key : name);
+  };
+}
 
 // A setting of one protocol given while the methods do not include it would be ignored in
-// silence: refused, as every key a study config cannot use is. The keys are the protocols'
-// own (protocol.h).
+// silence: refused, as every key a study config cannot use is.
 void check_method_keys(const json& j, const std::string& where, const StudyEval& e) {
   for (const auto& protocol : eval_protocols()) {
-    for (const auto& option : protocol.options) {
-      if (!option.study_key || !j.contains(option.study_key) ||
+    for (const auto& setting : protocol.settings) {
+      if (!setting.study_key || !j.contains(setting.study_key) ||
           std::find(e.methods.begin(), e.methods.end(), protocol.name) != e.methods.end())
         continue;
       throw InputError(fmt::format(
           "{}.{} is a setting of the {} method, which the methods ({}) do not list; add \"{}\" "
           "to the methods or remove {}",
-          where, option.study_key, protocol.name, join(e.methods), protocol.name,
-          option.study_key));
+          where, setting.study_key, protocol.name, join(e.methods), protocol.name,
+          setting.study_key));
+    }
+  }
+}
+
+// The protocols' study keys: a list (one protocol per value), a switch, or one number; each
+// value in its range or the unset one.
+void read_setting_keys(const json& j, const std::string& where, StudyEval& e) {
+  for (const auto& protocol : eval_protocols()) {
+    for (const auto& s : protocol.settings) {
+      if (!s.study_key || !j.contains(s.study_key)) continue;
+      const std::string key = where + "." + s.study_key;
+      const json& v = j[s.study_key];
+      std::vector<int64_t> values;
+      if (s.study_list) {
+        check_list(v, key);
+        for (const auto& item : v) values.push_back(read_int(item, key));
+      } else if (s.is_switch) {
+        if (!v.is_boolean()) throw InputError(key + " must be true or false, got " + v.dump());
+        values.push_back(v.get<bool>() ? 1 : 0);
+      } else {
+        values.push_back(read_int(v, key));
+      }
+      for (const int64_t value : values)
+        check_setting_ranges(protocol, ProtocolSettings{{std::string(s.name), value}},
+                             study_namer(protocol, where), /*accept_unset=*/true);
+      e.protocol_settings[s.name] = values;
     }
   }
 }
 
 void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
-  check_keys(j, kEvalKeys, where);
+  check_keys(j, eval_keys(), where);
   if (j.contains("split")) {
     e.split = read_string(j["split"], where + ".split");
     parse_eval_split(e.split, where + ".split");
@@ -108,29 +149,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
       e.lengths.push_back(length);
     }
   }
-  if (j.contains("stride")) {
-    e.stride = read_int(j["stride"], where + ".stride");
-    if (e.stride < 0)
-      throw InputError(where + ".stride (" + std::to_string(e.stride) +
-                       ") must be >= 1, or 0 for L/2");
-  }
-  if (j.contains("mem_lens")) {
-    e.mem_lens.clear();
-    check_list(j["mem_lens"], where + ".mem_lens");
-    for (const auto& v : j["mem_lens"]) {
-      const int64_t m = read_int(v, where + ".mem_lens");
-      if (m < -1)
-        throw InputError(where + ".mem_lens: " + v.dump() +
-                         " is not valid; expected >= 0, or -1 for the evaluated length");
-      e.mem_lens.push_back(m);
-    }
-  }
-  if (j.contains("same_length")) {
-    const json& v = j["same_length"];
-    if (!v.is_boolean())
-      throw InputError(where + ".same_length must be true or false, got " + v.dump());
-    e.same_length = v.get<bool>();
-  }
+  read_setting_keys(j, where, e);
   if (j.contains("aids")) {
     e.aids.clear();
     check_list(j["aids"], where + ".aids");
@@ -171,6 +190,74 @@ std::pair<ExtrapolationAid, double> parse_aid_spec(const std::string& spec,
 
 }  // namespace
 
+namespace {
+
+// Every combination of the protocol's settings the section gives: one per value of a list.
+std::vector<ProtocolSettings> setting_combinations(const EvalProtocol& protocol,
+                                                   const StudyEval& e) {
+  std::vector<ProtocolSettings> out(1);
+  for (const auto& s : protocol.settings) {
+    const auto it = e.protocol_settings.find(s.name);
+    if (it == e.protocol_settings.end()) continue;
+    std::vector<ProtocolSettings> next;
+    for (const auto& base : out) {
+      for (const int64_t v : it->second) {
+        ProtocolSettings c = base;
+        c.set(s.name, v);
+        next.push_back(c);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// " mem64 same": the label parts of a combination's settings.
+std::string settings_label(const EvalProtocol& protocol, const ProtocolSettings& settings,
+                           const StudyEval& e) {
+  std::string out;
+  for (const auto& s : protocol.settings) {
+    if (!settings.has(s.name)) continue;
+    out += study_label_part(s, settings.get(s.name), e.protocol_settings.at(s.name).size() > 1);
+  }
+  return out;
+}
+
+// Every method's settings against its rules at the shortest length (a stride past it, same
+// length without memory), naming the study's keys.
+void check_method_settings(const StudyEval& e, const std::string& where) {
+  for (const auto& name : e.methods) {
+    const EvalProtocol& protocol = eval_protocol(name);
+    for (const auto& settings : setting_combinations(protocol, e)) {
+      EvalRequest r;
+      r.method = name;
+      r.length = e.lengths.front();
+      r.settings = settings;
+      check_request_settings(r, study_namer(protocol, where), /*accept_unset=*/true);
+    }
+  }
+}
+
+}  // namespace
+
+void add_study_settings_json(const StudyEval& e, json& j) {
+  for (const auto& protocol : eval_protocols()) {
+    for (const auto& s : protocol.settings) {
+      if (!s.study_key) continue;
+      const auto it = e.protocol_settings.find(s.name);
+      const std::vector<int64_t> values =
+          it == e.protocol_settings.end() ? std::vector<int64_t>{s.unset} : it->second;
+      if (s.is_switch) {
+        if (values.front() != 0) j[s.study_key] = true;
+      } else if (s.study_list) {
+        j[s.study_key] = values;
+      } else {
+        j[s.study_key] = values.front();
+      }
+    }
+  }
+}
+
 StudyEval parse_eval(const json& j, const std::string& where, const Config& base) {
   StudyEval e;
   e.lengths = base.eval.lengths;
@@ -178,16 +265,7 @@ StudyEval parse_eval(const json& j, const std::string& where, const Config& base
   if (!j.is_null()) read_eval_keys(j, where, e);
   std::sort(e.lengths.begin(), e.lengths.end());
   e.lengths.erase(std::unique(e.lengths.begin(), e.lengths.end()), e.lengths.end());
-  if (e.same_length && std::find(e.mem_lens.begin(), e.mem_lens.end(), 0) != e.mem_lens.end()) {
-    throw InputError(where +
-                     ".same_length makes every query attend over the last mem_len keys; "
-                     "it needs mem_lens >= 1 (or -1, the evaluated length), but they hold 0");
-  }
-  if (e.stride > e.lengths.front()) {
-    throw InputError(where + ".stride (" + std::to_string(e.stride) +
-                     ") is longer than the shortest length " + std::to_string(e.lengths.front()) +
-                     "; a sliding window advances by 1 to L tokens (0 = L/2)");
-  }
+  check_method_settings(e, where);
   return e;
 }
 
@@ -196,22 +274,15 @@ std::vector<StudyProtocol> make_protocols(const StudyEval& e, const std::string&
   for (const auto& aid_spec : e.aids) {
     const auto [aid, factor] = parse_aid_spec(aid_spec, where + ".aids");
     for (const auto& method_name : e.methods) {
-      const EvalMethod method = parse_eval_method(method_name, where + ".methods");
-      const std::vector<int64_t> mems =
-          method == EvalMethod::kMemory ? e.mem_lens : std::vector<int64_t>{-1};
-      for (const int64_t mem : mems) {
+      const EvalProtocol& protocol = eval_protocol(method_name);
+      for (const auto& settings : setting_combinations(protocol, e)) {
         StudyProtocol p;
-        p.settings.method = method;
-        p.settings.stride = method == EvalMethod::kSliding ? e.stride : 0;
-        p.settings.mem_len = mem;
-        p.settings.same_length = method == EvalMethod::kMemory && e.same_length;
+        p.settings.method = method_name;
+        p.settings.protocol_settings = settings;
         p.settings.max_tokens = e.max_tokens;
         p.settings.aid = aid;
         p.settings.aid_factor = factor;
-        p.label = method_name;
-        if (method == EvalMethod::kMemory && (mem >= 0 || e.mem_lens.size() > 1))
-          p.label += mem < 0 ? " mem=L" : " mem" + std::to_string(mem);
-        if (p.settings.same_length) p.label += " same";
+        p.label = method_name + settings_label(protocol, settings, e);
         if (aid != ExtrapolationAid::kNone) p.label += "+" + aid_spec;
         out.push_back(p);
       }

@@ -6,6 +6,7 @@
 
 #include "txl/config/config_diff.h"
 #include "txl/study/study_config.h"
+#include "txl/study/study_eval_config.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -13,13 +14,12 @@ namespace txl {
 using nlohmann::json;
 
 json study_eval_json(const StudyEval& e) {
-  json j = {{"split", e.split},           {"methods", e.methods},      {"lengths", e.lengths},
-            {"stride", e.stride},         {"mem_lens", e.mem_lens},    {"aids", e.aids},
-            {"max_tokens", e.max_tokens}, {"checkpoint", e.checkpoint}};
+  json j = {{"split", e.split}, {"methods", e.methods},       {"lengths", e.lengths},
+            {"aids", e.aids},   {"max_tokens", e.max_tokens}, {"checkpoint", e.checkpoint}};
+  add_study_settings_json(e, j);
   // Only with probes, so a study written before probes existed keeps its manifest; adding
   // probes later evaluates every cell again (perplexity from the runs' caches).
   if (!e.probes.names.empty()) j["probes"] = to_json(e.probes);
-  if (e.same_length) j["same_length"] = true;  // likewise: older manifests stay valid
   return j;
 }
 

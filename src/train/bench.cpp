@@ -176,20 +176,20 @@ std::vector<int32_t> random_split(const BenchResult& r, const BenchOptions& o) {
 }
 
 // The protocols the bench times for this model, as `txl eval` would request them at
-// L = tgt_len: every one that applies (with o.all_protocols), else only the primary one
-// (memory where the model carries memory, else nonoverlap).
+// L = tgt_len with the model's training settings: every one that applies (with
+// o.all_protocols), else only the run's own (TrainingFit::kOwn: memory where the model
+// carries memory, else nonoverlap).
 std::vector<EvalRequest> bench_requests(const BenchModel& b, bool all_protocols) {
   const BenchResult& r = b.result;
-  const auto& tc = b.config.train;
-  const EvalMethod primary = r.primary_eval_method();
+  TrainConfig tc = b.config.train;
+  tc.mem_len = r.mem_len;
+  tc.batch_size = r.batch;
   std::vector<EvalRequest> out;
   for (const auto& protocol : eval_protocols()) {
-    if (!all_protocols && protocol.id != primary) continue;
-    if (protocol.id == EvalMethod::kMemory && r.mem_len == 0) continue;
     EvalSettings s;
-    s.method = protocol.id;
-    s.mem_len = r.mem_len;
-    s.streams = r.batch;
+    const TrainingFit fit = protocol.as_trained(tc, r.mem_len > 0, s.protocol_settings);
+    if (fit == TrainingFit::kNotUsed || (!all_protocols && fit != TrainingFit::kOwn)) continue;
+    s.method = protocol.name;
     s.precision = tc.precision;
     const EvalRequest request =
         make_eval_request(s, r.query_len, r.batch * r.query_len, training_length(b.config));
@@ -244,6 +244,7 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
       const EvalProtocol& protocol = eval_protocol(request.method);
       EvalRate rate;
       rate.method = protocol.name;
+      rate.setting = settings_text(protocol, request.settings);
       rate.tokens = targets;
       rate.passes = static_cast<int64_t>(protocol.plan(request, targets).passes.size());
       rate.ms = TimingStats::of(b->eval_ms[p]);
@@ -251,11 +252,12 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
       rate.ratio_to_train = rate.tokens_per_s / train_rate;
       r.eval_rates.push_back(rate);
     }
-    // The figures of the primary protocol (memory where carried, else nonoverlap), per pass.
-    const std::string primary = to_string(r.primary_eval_method());
+    // The figures of the run's own protocol, per pass.
+    const auto own = bench_requests(*b, /*all_protocols=*/false);
+    r.primary_method = own.empty() ? "" : own.front().method;
     for (size_t p = 0; p < r.eval_rates.size(); ++p) {
       const EvalRate& rate = r.eval_rates[p];
-      if (rate.method != primary) continue;
+      if (rate.method != r.primary_method) continue;
       const double passes = static_cast<double>(std::max<int64_t>(rate.passes, 1));
       r.eval_ms_per_pass = rate.ms.median_ms / passes;
       r.eval_cpu_ms_per_pass = b->eval_cpu_ms[p] / (rate.ms.count * passes);
@@ -264,7 +266,7 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
   }
 }
 
-// One more evaluation by the primary protocol (BenchResult::primary_eval_method),
+// One more evaluation by the run's own protocol (BenchResult::primary_method),
 // under the operator profiler.
 void profile_evaluation(BenchModel& b, const BenchOptions& o) {
   BenchResult& r = b.result;

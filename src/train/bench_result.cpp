@@ -87,10 +87,6 @@ double BenchResult::fastest_step_tokens_per_s() const {
   return batch * query_len / (step_ms.min_ms / 1000.0);
 }
 
-EvalMethod BenchResult::primary_eval_method() const {
-  return mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
-}
-
 nlohmann::json BenchResult::to_json() const {
   nlohmann::json j = {
       {"device", device},
@@ -166,6 +162,7 @@ nlohmann::json TimingStats::to_json() const {
 
 nlohmann::json EvalRate::to_json() const {
   return {{"method", method},
+          {"setting", setting},
           {"tokens", tokens},
           {"passes", passes},
           {"ms", ms.to_json()},

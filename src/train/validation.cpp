@@ -3,22 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "txl/eval/protocol.h"
 #include "txl/train/distributed.h"
 
 namespace txl {
 
 EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid, const Config& c,
                           Distributed* dist) {
-  EvalRequest r;
-  r.method =
-      model->has_memory() && c.train.mem_len > 0 ? EvalMethod::kMemory : EvalMethod::kNonOverlap;
-  r.length = c.train.tgt_len;
-  r.mem_len = c.train.mem_len;
-  r.streams = c.train.batch_size;
-  r.same_length = r.method == EvalMethod::kMemory && c.train.same_length;
+  EvalRequest r = as_trained_request(c, model->has_memory());
   r.batch_tokens = std::max<int64_t>(c.eval.batch_tokens, c.train.tgt_len);
   r.max_tokens = c.train.eval_max_tokens;
-  r.precision = c.train.precision;
   if (dist == nullptr || !dist->active()) return evaluate(model, valid, r);
   r.shard = dist->rank();
   r.shards = dist->world_size();

@@ -216,13 +216,13 @@ TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvalua
   write_foreign_version_checkpoint(t.rel + "/checkpoint.pt", old + "/checkpoint.pt");
 
   EvalCliOptions stride9 = with_lengths("8", "sliding");
-  stride9.stride = 9;
+  stride9.protocol_settings["stride"] = 9;
   EvalCliOptions windowed;
   windowed.method = "windowed";
   EvalCliOptions train_split;
   train_split.split = "train";
   EvalCliOptions stride17 = with_lengths("16", "sliding");
-  stride17.stride = 17;
+  stride17.protocol_settings["stride"] = 17;
   struct Case {
     std::string shown;
     std::function<void()> call;

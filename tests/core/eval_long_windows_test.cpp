@@ -32,14 +32,14 @@ TransformerLM make_model() {
   return model;
 }
 
-EvalRequest request(EvalMethod method, int64_t length) {
+EvalRequest request(const std::string& method, int64_t length) {
   EvalRequest r;
   r.method = method;
   r.length = length;
   r.batch_tokens = 32;  // two windows of 16 per pass
-  r.stride = 4;
-  r.mem_len = 5;
-  r.streams = 3;
+  r.settings.set("stride", 4);
+  r.settings.set("mem_len", 5);
+  r.settings.set("streams", 3);
   return r;
 }
 
@@ -56,24 +56,24 @@ ModelConfig demo_model() {
 
 TEST(EvalMemory, LargestPassFollowsTheMethodsWindows) {
   // nonoverlap: 49 targets in 4 windows of 16, two per pass.
-  auto p = largest_eval_pass(request(EvalMethod::kNonOverlap, 16), 49);
+  auto p = largest_eval_pass(request("nonoverlap", 16), 49);
   EXPECT_EQ(p.batch, 2);
   EXPECT_EQ(p.queries, 16);
   EXPECT_EQ(p.keys, 16);
   // A length past the split: one window of the whole split.
-  p = largest_eval_pass(request(EvalMethod::kNonOverlap, 100), 49);
+  p = largest_eval_pass(request("nonoverlap", 100), 49);
   EXPECT_EQ(p.batch, 1);
   EXPECT_EQ(p.queries, 49);
   // sliding, stride 4: 1 + ceil(33 / 4) = 10 windows, two per pass.
-  p = largest_eval_pass(request(EvalMethod::kSliding, 16), 49);
+  p = largest_eval_pass(request("sliding", 16), 49);
   EXPECT_EQ(p.batch, 2);
   EXPECT_EQ(p.queries, 16);
   // memory: 3 streams of 16, 16 and 17 targets; segments of 8 with 5 of memory.
-  p = largest_eval_pass(request(EvalMethod::kMemory, 8), 49);
+  p = largest_eval_pass(request("memory", 8), 49);
   EXPECT_EQ(p.batch, 3);
   EXPECT_EQ(p.queries, 8);
   EXPECT_EQ(p.keys, 13);
-  p = largest_eval_pass(request(EvalMethod::kMemory, 40), 49);
+  p = largest_eval_pass(request("memory", 40), 49);
   EXPECT_EQ(p.queries, 17);  // the last stream's 17 targets
   EXPECT_EQ(p.keys, 22);
 }
@@ -81,22 +81,22 @@ TEST(EvalMemory, LargestPassFollowsTheMethodsWindows) {
 TEST(EvalMemory, TheLargestPassIsTheLongestWindowEvaluationScores) {
   const auto ids = random_ids(kTokens);
   auto model = make_model();
-  for (auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding}) {
+  for (const std::string method : {"nonoverlap", "sliding"}) {
     for (const int64_t len : {4, 16, 49, 100}) {
       const auto r = request(method, len);
       EXPECT_EQ(longest_window(evaluate(model, ids, r)),
                 largest_eval_pass(r, scored_targets(r, kTokens)).queries)
-          << to_string(method) << " L=" << len;
+          << method << " L=" << len;
     }
   }
   for (const int64_t len : {4, 16, 100}) {
-    const auto r = request(EvalMethod::kMemory, len);
+    const auto r = request("memory", len);
     EXPECT_LE(longest_window(evaluate(model, ids, r)),
               largest_eval_pass(r, scored_targets(r, kTokens)).queries)
         << "memory L=" << len;
   }
-  EXPECT_EQ(scored_targets(request(EvalMethod::kMemory, 4), kTokens), 49);
-  auto capped = request(EvalMethod::kNonOverlap, 4);
+  EXPECT_EQ(scored_targets(request("memory", 4), kTokens), 49);
+  auto capped = request("nonoverlap", 4);
   capped.max_tokens = 20;
   EXPECT_EQ(scored_targets(capped, kTokens), 20);
 }
@@ -104,7 +104,7 @@ TEST(EvalMemory, TheLargestPassIsTheLongestWindowEvaluationScores) {
 TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   const ModelConfig m = demo_model();
   auto at = [&](int64_t length, int64_t vocab) {
-    auto r = request(EvalMethod::kNonOverlap, length);
+    auto r = request("nonoverlap", length);
     r.batch_tokens = 8192;
     return estimate_eval_memory(m, vocab, r, int64_t{1} << 20);
   };
@@ -121,7 +121,7 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
         << length;
   }
   // Before it, attention is quadratic: 512 -> 1024 on one window per pass is ~4x.
-  auto r512 = request(EvalMethod::kNonOverlap, 512), r1024 = request(EvalMethod::kNonOverlap, 1024);
+  auto r512 = request("nonoverlap", 512), r1024 = request("nonoverlap", 1024);
   const auto small = estimate_eval_memory(m, 80, r512, 512).attention_bytes;
   const auto large = estimate_eval_memory(m, 80, r1024, 1024).attention_bytes;
   EXPECT_DOUBLE_EQ(large, 4 * small);
@@ -129,16 +129,16 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   EXPECT_LT(at(65536, 33278).output_bytes, 3.0 * static_cast<double>(kLogitBudgetBytes));
   // Memory adds its rows [B, M, C] and their key/value projection [B, M, 2*H*D], per layer,
   // in and out.
-  auto mem = request(EvalMethod::kMemory, 64);
-  mem.mem_len = 64;
-  mem.streams = 1;
+  auto mem = request("memory", 64);
+  mem.settings.set("mem_len", 64);
+  mem.settings.set("streams", 1);
   EXPECT_DOUBLE_EQ(estimate_eval_memory(m, 80, mem, 10000).memory_bytes,
                    4.0 * 2 * 3 * 64 * (128 + 2 * 4 * 32));
 }
 
 TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
   const ModelConfig m = demo_model();
-  auto r = request(EvalMethod::kNonOverlap, 65536);
+  auto r = request("nonoverlap", 65536);
   const auto e = estimate_eval_memory(m, 80, r, 1000000);
   EXPECT_NO_THROW(check_eval_memory(e, r, 0));  // unknown: nothing checked
   EXPECT_NO_THROW(check_eval_memory(e, r, e.total_bytes()));
@@ -151,8 +151,8 @@ TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
     EXPECT_NE(what.find("of memory"), std::string::npos) << what;
     EXPECT_NE(what.find("evaluate shorter lengths"), std::string::npos) << what;
   }
-  auto mem = request(EvalMethod::kMemory, 4096);
-  mem.mem_len = 4096;
+  auto mem = request("memory", 4096);
+  mem.settings.set("mem_len", 4096);
   try {
     check_eval_memory(estimate_eval_memory(m, 80, mem, 1000000), mem, 1.0);
     FAIL() << "expected an InputError";
@@ -164,20 +164,20 @@ TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
 TEST(EvalProgress, EveryMethodReportsUpToAllItsWindows) {
   const auto ids = random_ids(kTokens);
   auto model = make_model();
-  for (auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding, EvalMethod::kMemory}) {
+  for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
     std::vector<EvalProgress> seen;
     const auto result =
         evaluate(model, ids, request(method, 8), [&](const EvalProgress& p) { seen.push_back(p); });
-    ASSERT_FALSE(seen.empty()) << to_string(method);
+    ASSERT_FALSE(seen.empty()) << method;
     for (size_t i = 1; i < seen.size(); ++i) {
-      EXPECT_GE(seen[i].fraction, seen[i - 1].fraction) << to_string(method) << " " << i;
-      EXPECT_GE(seen[i].windows_done, seen[i - 1].windows_done) << to_string(method);
+      EXPECT_GE(seen[i].fraction, seen[i - 1].fraction) << method << " " << i;
+      EXPECT_GE(seen[i].windows_done, seen[i - 1].windows_done) << method;
     }
     const auto windows = static_cast<int64_t>(result.window_nll.size());
-    EXPECT_EQ(seen.back().windows, windows) << to_string(method);
-    EXPECT_EQ(seen.back().windows_done, windows) << to_string(method);
-    EXPECT_DOUBLE_EQ(seen.back().fraction, 1.0) << to_string(method);
-    EXPECT_GT(seen.front().fraction, 0.0) << to_string(method);
+    EXPECT_EQ(seen.back().windows, windows) << method;
+    EXPECT_EQ(seen.back().windows_done, windows) << method;
+    EXPECT_DOUBLE_EQ(seen.back().fraction, 1.0) << method;
+    EXPECT_GT(seen.front().fraction, 0.0) << method;
   }
 }
 
@@ -212,14 +212,14 @@ TEST(EvalProgress, LinesNameTheFractionWindowsAndTimeLeft) {
 TEST(ShortSplit, ALengthPastTheSplitIsLabelledInTableAndJson) {
   const auto ids = random_ids(kTokens);
   auto model = make_model();
-  const auto past = evaluate(model, ids, request(EvalMethod::kNonOverlap, 100));
+  const auto past = evaluate(model, ids, request("nonoverlap", 100));
   EXPECT_EQ(past.length, 100);
   EXPECT_EQ(longest_window(past), 49);
   const std::string note = short_window_note(past);
   EXPECT_NE(note.find("1 window of at most 49 tokens, not 100"), std::string::npos) << note;
   EXPECT_EQ(summary_to_json(past, false, {})["window"], 49);
 
-  const auto fits = evaluate(model, ids, request(EvalMethod::kNonOverlap, 16));
+  const auto fits = evaluate(model, ids, request("nonoverlap", 16));
   EXPECT_EQ(short_window_note(fits), "");
   EXPECT_EQ(summary_to_json(fits, false, {})["window"], 16);
 
@@ -235,7 +235,7 @@ TEST(ShortSplit, ALengthPastTheSplitIsLabelledInTableAndJson) {
 TEST(ShortSplit, TheLongestLengthScoresAsAnyLengthPastTheSplitDoes) {
   const auto ids = random_ids(kTokens);
   auto model = make_model();
-  for (const auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding, EvalMethod::kMemory}) {
+  for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
     auto past = request(method, 100), longest = request(method, INT64_MAX);
     past.position_buckets = longest.position_buckets = 8;
     const auto a = evaluate(model, ids, past), b = evaluate(model, ids, longest);

@@ -92,9 +92,9 @@ TEST(EvalMethods, SlidingStrideOneScoresEachTokenWithExactlyLMinusOneTokensOfCon
     auto model = make_model(encoding);
     const int64_t len = 6;
     EvalRequest r;
-    r.method = EvalMethod::kSliding;
+    r.method = "sliding";
     r.length = len;
-    r.stride = 1;
+    r.settings.set("stride", 1);
     const auto result = evaluate(model, ids, r);
     // Target t (predicting ids[t+1]) sees ids[max(0, t-L+1) .. t]: min(t, L-1) earlier tokens.
     double total = 0;
@@ -103,7 +103,7 @@ TEST(EvalMethods, SlidingStrideOneScoresEachTokenWithExactlyLMinusOneTokensOfCon
       total += piece_nll(model, ids, start, t - start + 1).back();
     }
     EXPECT_EQ(result.tokens, kTokens - 1);
-    EXPECT_EQ(result.stride, 1);
+    EXPECT_EQ(result.settings.get("stride"), 1);
     EXPECT_NEAR(result.nll, total, 1e-4) << to_string(encoding);
   }
 }
@@ -113,9 +113,9 @@ TEST(EvalMethods, SlidingWithStrideScoresEachTargetOnceInItsWindow) {
   auto model = make_model(PosEncoding::kAbsolute);
   const int64_t len = 8, stride = 3, n_targets = kTokens - 1;
   EvalRequest r;
-  r.method = EvalMethod::kSliding;
+  r.method = "sliding";
   r.length = len;
-  r.stride = stride;
+  r.settings.set("stride", stride);
   const auto result = evaluate(model, ids, r);
   // The first window [0, L) scores its L targets; afterwards, target t >= L belongs to the
   // window that ends at L + S * (floor((t - L) / S) + 1) (cut at the corpus end) and starts
@@ -132,8 +132,8 @@ TEST(EvalMethods, SlidingWithStrideScoresEachTargetOnceInItsWindow) {
   EXPECT_EQ(result.tokens, n_targets);
   EXPECT_NEAR(result.nll, total, 1e-4);
   // The default stride is L/2.
-  r.stride = 0;
-  EXPECT_EQ(evaluate(model, ids, r).stride, len / 2);
+  r.settings = {};
+  EXPECT_EQ(evaluate(model, ids, r).settings.get("stride"), len / 2);
 }
 
 TEST(EvalMethods, MemoryWithMemLenCoveringTheCorpusEqualsOneFullContextPass) {
@@ -141,9 +141,10 @@ TEST(EvalMethods, MemoryWithMemLenCoveringTheCorpusEqualsOneFullContextPass) {
   for (auto encoding : kWithMemory) {
     auto model = make_model(encoding);
     EvalRequest r;
-    r.method = EvalMethod::kMemory;
+    r.method = "memory";
     r.length = 7;
-    r.mem_len = kTokens;
+    r.settings.set("mem_len", kTokens);
+    r.settings.set("streams", 1);
     const auto result = evaluate(model, ids, r);
     const auto full = piece_nll(model, ids, 0, kTokens - 1);
     EXPECT_EQ(result.tokens, kTokens - 1);
@@ -161,13 +162,13 @@ TEST(EvalMethods, MemoryWithSeveralStreamsScoresEveryTokenOnceEachStreamAsIfAlon
   const auto ids = random_ids(kTokens, 5);
   auto model = make_model(PosEncoding::kRelative);
   EvalRequest r;
-  r.method = EvalMethod::kMemory;
+  r.method = "memory";
   r.length = 5;
-  r.mem_len = kTokens;
-  r.streams = 3;
+  r.settings.set("mem_len", kTokens);
+  r.settings.set("streams", 3);
   const auto result = evaluate(model, ids, r);
   EXPECT_EQ(result.tokens, kTokens - 1);
-  EXPECT_EQ(result.streams, 3);
+  EXPECT_EQ(result.settings.get("streams"), 3);
   // 49 targets: streams of 16, 16 and 17 (the last takes the remainder); with unlimited
   // memory each stream equals one pass over its own tokens.
   double total = 0;
@@ -192,9 +193,10 @@ TEST(EvalMethods, MemoryLimitedToMemLenEqualsAPassOverThatContext) {
   TransformerLM model(cfg, kVocab);
   model->eval();
   EvalRequest r;
-  r.method = EvalMethod::kMemory;
+  r.method = "memory";
   r.length = 4;
-  r.mem_len = 4;
+  r.settings.set("mem_len", 4);
+  r.settings.set("streams", 1);
   r.max_tokens = 12;
   const auto result = evaluate(model, ids, r);
   ASSERT_EQ(result.window_nll.size(), 3u);
@@ -207,15 +209,15 @@ TEST(EvalMethods, MemoryLimitedToMemLenEqualsAPassOverThatContext) {
 TEST(EvalMethods, EveryMethodCountsItsTokensAndHonoursMaxTokens) {
   const auto ids = random_ids(kTokens, 7);
   auto model = make_model(PosEncoding::kRelative);
-  for (auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding, EvalMethod::kMemory}) {
+  for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
     for (int64_t len : {1, 4, 9, 64}) {
       EvalRequest r;
       r.method = method;
       r.length = len;
-      r.mem_len = len;
-      EXPECT_EQ(evaluate(model, ids, r).tokens, kTokens - 1) << to_string(method) << " L=" << len;
+      r.settings.set("mem_len", len);
+      EXPECT_EQ(evaluate(model, ids, r).tokens, kTokens - 1) << method << " L=" << len;
       r.max_tokens = 20;
-      EXPECT_EQ(evaluate(model, ids, r).tokens, 20) << to_string(method) << " L=" << len;
+      EXPECT_EQ(evaluate(model, ids, r).tokens, 20) << method << " L=" << len;
     }
   }
 }
@@ -252,15 +254,15 @@ TEST(EvalMethods, InvalidRequestsAreInputErrors) {
   r.length = 0;
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
   r.length = 8;
-  r.method = EvalMethod::kSliding;
-  r.stride = 9;
+  r.method = "sliding";
+  r.settings.set("stride", 9);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
-  r.stride = -1;
+  r.settings.set("stride", -1);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
-  r.stride = 8;
+  r.settings.set("stride", 8);
   EXPECT_NO_THROW(evaluate(relative, ids, r));
   r = EvalRequest{};
-  r.method = EvalMethod::kMemory;
+  r.method = "memory";
   r.length = 8;
   try {
     evaluate(absolute, ids, r);
@@ -268,10 +270,10 @@ TEST(EvalMethods, InvalidRequestsAreInputErrors) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("absolute"), std::string::npos) << e.what();
   }
-  r.mem_len = -1;
+  r.settings.set("mem_len", -1);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
-  r.mem_len = 8;
-  r.streams = 0;
+  r.settings.set("mem_len", 8);
+  r.settings.set("streams", 0);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
   EXPECT_THROW(evaluate(relative, std::vector<int32_t>{3}, EvalRequest{}), InputError);
 }
@@ -356,7 +358,7 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   const auto ids = random_ids(kTokens, 13);
   auto model = make_model(PosEncoding::kRelative);
   EvalRequest r;
-  r.method = EvalMethod::kSliding;
+  r.method = "sliding";
   r.length = 8;
   r.position_buckets = 4;
   const auto result = evaluate(model, ids, r);
@@ -365,7 +367,7 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   EXPECT_EQ(back.window_nll, result.window_nll);
   EXPECT_EQ(back.window_tokens, result.window_tokens);
   EXPECT_EQ(back.position_nll, result.position_nll);
-  EXPECT_EQ(back.stride, result.stride);
+  EXPECT_EQ(back.settings.get("stride"), result.settings.get("stride"));
 
   EvalSubject subject{"valid", checksum_ids(ids), "best.pt", 10, 42};
   const auto key = eval_cache_key(subject, model->config(), r);
@@ -376,7 +378,7 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   EXPECT_EQ(read_eval_cache(path, key)->nll, result.nll);
   // Any difference in what the numbers depend on is a miss.
   auto other = r;
-  other.stride = 2;
+  other.settings.set("stride", 2);
   EXPECT_NE(eval_cache_key(subject, model->config(), other), key);
   EXPECT_FALSE(read_eval_cache(path, eval_cache_key(subject, model->config(), other)).has_value());
   auto retrained = subject;
@@ -385,9 +387,9 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   auto edited = subject;
   edited.split_checksum ^= 1;
   EXPECT_FALSE(read_eval_cache(path, eval_cache_key(edited, model->config(), r)).has_value());
-  // The default stride (0) and the explicit L/2 are the same request.
+  // The default stride (none given) and the explicit L/2 are the same request.
   auto explicit_stride = r;
-  explicit_stride.stride = 4;
+  explicit_stride.settings.set("stride", 4);
   EXPECT_EQ(eval_cache_key(subject, model->config(), explicit_stride), key);
   std::filesystem::remove_all(dir);
 }
@@ -399,7 +401,7 @@ TEST(EvalCache, AnEditedOrInconsistentEntryIsAMissNamingTheDamage) {
   const auto ids = random_ids(kTokens, 17);
   auto model = make_model(PosEncoding::kRelative);
   EvalRequest r;
-  r.method = EvalMethod::kNonOverlap;
+  r.method = "nonoverlap";
   r.length = 8;
   r.position_buckets = 4;
   const auto result = evaluate(model, ids, r);

@@ -25,16 +25,16 @@ TEST(EvalShards, ShardsAddUpToTheWholeEvaluationForEveryMethod) {
   torch::manual_seed(5);
   TransformerLM model(testing::tiny_model(PosEncoding::kRelative), kVocab);
   const auto ids = split(211);  // 210 targets: 4 streams of 52, the last one 54
-  for (const auto method : {EvalMethod::kNonOverlap, EvalMethod::kSliding, EvalMethod::kMemory}) {
+  for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
     EvalRequest r;
     r.method = method;
     r.length = 16;
-    r.mem_len = 16;
-    r.streams = 4;
+    r.settings.set("mem_len", 16);
+    r.settings.set("streams", 4);
     r.batch_tokens = 64;
     const EvalResult whole = evaluate(model, ids, r);
     for (const int64_t shards : {1, 2, 3, 4, 6}) {
-      SCOPED_TRACE(to_string(method) + ", " + std::to_string(shards) + " shards");
+      SCOPED_TRACE(method + ", " + std::to_string(shards) + " shards");
       double nll = 0.0;
       int64_t tokens = 0;
       for (int64_t s = 0; s < shards; ++s) {

@@ -142,20 +142,20 @@ TEST_P(SameLength, MemoryProtocolEqualsOneWindowedPass) {
   const auto ids_t = torch::randint(kVocab, {40}, torch::kInt);
   const std::vector<int32_t> ids(ids_t.data_ptr<int32_t>(), ids_t.data_ptr<int32_t>() + 40);
   EvalRequest r;
-  r.method = EvalMethod::kMemory;
+  r.method = "memory";
   r.length = 5;
-  r.mem_len = 6;
-  r.streams = 1;
-  r.same_length = true;
+  r.settings.set("mem_len", 6);
+  r.settings.set("streams", 1);
+  r.settings.set("same_length", true);
   const auto result = evaluate(m, ids, r);
-  EXPECT_TRUE(result.same_length);
+  EXPECT_TRUE(result.settings.get("same_length"));
   torch::NoGradGuard no_grad;
   ForwardOptions o;
   o.key_window = 6;
   o.targets = ids_t.narrow(0, 1, 39).to(torch::kLong).unsqueeze(0);
   const auto nll = m->forward(ids_t.narrow(0, 0, 39).to(torch::kLong).unsqueeze(0), {}, o).nll;
   EXPECT_NEAR(result.nll, nll.sum().item<double>(), 1e-3);
-  r.same_length = false;
+  r.settings.set("same_length", false);
   EXPECT_GT(std::abs(evaluate(m, ids, r).nll - result.nll), 1e-3);
 }
 
@@ -166,27 +166,25 @@ TEST(SameLengthRequest, NeedsMemoryAndTheMemoryProtocol) {
   torch::manual_seed(1);
   TransformerLM model(tiny_model(PosEncoding::kRelative), kVocab);
   EvalRequest r;
-  r.method = EvalMethod::kMemory;
+  r.method = "memory";
   r.length = 4;
-  r.mem_len = 0;
-  r.same_length = true;
+  r.settings.set("mem_len", 0);
+  r.settings.set("same_length", true);
   try {
     check_eval_request(model, r);
     FAIL() << "same_length with mem_len 0 was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--mem-len >= 1"), std::string::npos) << e.what();
   }
-  r.mem_len = 4;
+  r.settings.set("mem_len", 4);
   EXPECT_NO_THROW(check_eval_request(model, r));
   // Its own setting in the cache key and the report column.
   nlohmann::json key;
-  eval_protocol(EvalMethod::kMemory).cache_key(r, key);
+  add_settings_to_key(eval_protocol("memory"), resolved_settings(r), key);
   EXPECT_EQ(key.value("same_length", false), true);
   EvalResult result;
-  result.mem_len = 4;
-  result.streams = 2;
-  result.same_length = true;
-  EXPECT_EQ(eval_protocol(EvalMethod::kMemory).setting(result), "mem 4 x2 same");
+  result.settings = {{"mem_len", 4}, {"streams", 2}, {"same_length", 1}};
+  EXPECT_EQ(settings_text(eval_protocol("memory"), result.settings), "mem 4 x2 same");
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ TEST(StudyConfig, ProtocolsAreMethodsTimesAidsAndMemoryLengths) {
                                               "memory mem16+ntk:4"}));
   EXPECT_EQ(s.protocols[3].settings.aid, ExtrapolationAid::kNtk);
   EXPECT_DOUBLE_EQ(s.protocols[3].settings.aid_factor, 4.0);
-  EXPECT_EQ(s.protocols[2].settings.mem_len, 16);
+  EXPECT_EQ(s.protocols[2].settings.protocol_settings.get("mem_len"), 16);
 }
 
 TEST(StudyConfig, ARerunMayAddGridValuesOnly) {
@@ -127,7 +127,7 @@ TEST(StudyConfig, BadConfigsNameTheKey) {
       {study(ok_grid, {{"checkpoint", "first"}}), "eval.checkpoint: \"first\" is not valid"},
       {bad_baseline, "baseline \"rope\" is not an encoding of the grid"},
       {study(ok_grid, {{"methods", {"sliding"}}, {"stride", 12}, {"lengths", {8, 16}}}),
-       "eval.stride (12) is longer than the shortest length 8"},
+       "eval.stride 12 is longer than the window length 8"},
       // A method's setting without the method would be ignored in silence.
       {study(ok_grid, {{"stride", 4}}),
        "eval.stride is a setting of the sliding method, which the methods (nonoverlap) do "

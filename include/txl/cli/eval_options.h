@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,22 +20,21 @@ namespace txl {
 struct EvalCliOptions {
   std::string split;                   // empty: the run's eval.split
   std::optional<std::string> lengths;  // unset: the run's eval.lengths ("" is refused)
-  std::string method = "nonoverlap";
+  std::string method = default_eval_method();
   std::string checkpoint = "best";
   std::string precision = "fp32";
   std::string device = "cpu";
   std::string json_path;
-  // Unset: the default (L/2, the evaluated length, the run's model.clamp_len). Optional so
-  // that no number given on the command line can stand for "the default" by accident.
-  // A flag that applies to one method only (--stride: sliding; --mem-len, --streams: memory)
-  // or with an aid only (--aid-factor) is refused with another, not silently ignored.
-  std::optional<int64_t> stride;
-  std::optional<int64_t> mem_len;
+  // Unset: the default (the run's model.clamp_len, a protocol's default). Optional so that
+  // no number given on the command line can stand for "the default" by accident. A flag
+  // that applies to one method only (a protocol's setting) or with an aid only
+  // (--aid-factor) is refused with another, not silently ignored.
+  // The protocols' settings given, by setting name (a switch given: 1); registered from the
+  // protocols' declarations (protocol.h).
+  std::map<std::string, std::optional<int64_t>> protocol_settings;
   std::optional<int64_t> clamp_len;
   std::string aid = "none";          // extrapolation aid (config/encodings.h)
   std::optional<double> aid_factor;  // unset or 0: derived from the length and training length
-  std::optional<int64_t> streams;    // unset: 16
-  bool same_length = false;          // memory: --same-length
   int64_t max_tokens = 0;
   int64_t threads = 0;
   bool per_position = false;

@@ -20,6 +20,7 @@
 
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
+#include "txl/eval/protocol_settings.h"
 #include "txl/model/transformer.h"
 #include "txl/platform/runtime.h"
 
@@ -44,21 +45,20 @@ class EvalModeGuard {
   AutocastGuard autocast_;
 };
 
-// The evaluation protocols (protocol.h holds what each one is; a new one adds a value here).
-enum class EvalMethod { kNonOverlap, kSliding, kMemory };
-std::string to_string(EvalMethod method);
-// InputError naming `key_path` (the flag, or a study config's key) and the valid names.
-EvalMethod parse_eval_method(const std::string& name, const std::string& key_path = "--method");
+// The protocol evaluation uses unless told otherwise: the registry's first (nonoverlap).
+std::string default_eval_method();
+// The name of a registered protocol (protocol.h), or InputError naming `key_path` (the flag,
+// or a study config's key) and the valid names.
+std::string parse_eval_method(const std::string& name, const std::string& key_path = "--method");
 
 struct EvalRequest {
-  EvalMethod method = EvalMethod::kNonOverlap;
-  int64_t length = 128;         // L: window (nonoverlap, sliding) or segment (memory) length
-  int64_t stride = 0;           // sliding: S (0 = L/2)
-  int64_t mem_len = 0;          // memory: positions of memory carried
+  std::string method = default_eval_method();  // a registered protocol's name (protocol.h)
+  int64_t length = 128;  // L: window (nonoverlap, sliding) or segment (memory) length
+  // The protocol's own settings (stride; mem_len, streams, same_length): what is absent takes
+  // the protocol's default (resolved_settings, protocol.h).
+  ProtocolSettings settings;
   int64_t clamp_len = -1;       // relative distance cap (-1: the model's)
-  int64_t streams = 1;          // memory: parallel contiguous streams
-  bool same_length = false;     // memory: every query sees the same mem_len keys (positional.h)
-  int64_t batch_tokens = 8192;  // nonoverlap/sliding: windows per pass ~ batch_tokens / L
+  int64_t batch_tokens = 8192;  // windows per pass ~ batch_tokens / L
   int64_t max_tokens = 0;       // score at most this many tokens from the start (0 = all)
   Precision precision = Precision::kFp32;
   int64_t position_buckets = 0;  // > 0: also report mean NLL per window position, bucketed
@@ -79,16 +79,10 @@ int64_t training_length(const Config& config);
 // "yarn", "pi x4", "" for none: how reports name an aid.
 std::string aid_label(ExtrapolationAid aid, double factor);
 
-// The sliding stride a request resolves to (0 = L/2, at least 1); 0 for other methods.
-int64_t effective_stride(const EvalRequest& request);
-
 struct EvalResult {
-  EvalMethod method = EvalMethod::kNonOverlap;
+  std::string method = default_eval_method();
   int64_t length = 0;
-  int64_t stride = 0;        // sliding only
-  int64_t mem_len = 0;       // memory only
-  int64_t streams = 0;       // memory only
-  bool same_length = false;  // memory only
+  ProtocolSettings settings;  // every setting of the protocol, as resolved for this length
   ExtrapolationAid aid = ExtrapolationAid::kNone;
   double aid_factor = 0.0;  // as requested (0 = derived per length)
   int64_t tokens = 0;       // tokens scored

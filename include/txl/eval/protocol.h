@@ -1,27 +1,32 @@
 // Evaluation protocols: what `--method NAME` scores, with which context, in which passes.
 //
 // A protocol is one file in src/eval/protocols/ plus one line in the registry
-// (src/eval/protocol.cpp) and one EvalMethod value (evaluate.h). It declares everything its
-// consumers need, so that none of them names a protocol:
+// (src/eval/protocol.cpp). It declares everything its consumers need, so that none of them
+// names a protocol or one of its settings:
 //   - name, one-line description and cost (txl eval --help, txl protocols, reports);
-//   - the options it reads, each with its one rule (flags of another protocol are refused);
+//   - its settings, each declared once (ProtocolSetting): flag, study key, range, default,
+//     and how the cache, the reports and the JSON show it (protocol_settings.cpp derives
+//     them); the rules between its settings and the length;
+//   - how it relates to the way a run trains (validation and the bench ask it);
 //   - which runs it applies to (memory);
 //   - its plan of passes: which windows of the split each forward pass holds and which of
 //     their positions are scored. evaluate(), the memory estimate and sharding all read the
 //     plan instead of redoing its arithmetic;
-//   - its part of the cache key, and its rows in the report, the JSON and the plots.
+//   - its note on per-position buckets, its memory hint.
 //
 // Shapes: a pass is R rows of one length W; row r reads inputs ids[start, start + W) and
 // targets ids[start + 1, start + W + 1), positions before `skip` being context only.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "txl/eval/eval_memory.h"
 #include "txl/eval/evaluate.h"
+#include "txl/eval/protocol_settings.h"
 
 namespace txl {
 
@@ -42,37 +47,65 @@ struct EvalPass {
 struct PassPlan {
   std::vector<EvalPass> passes;
   bool carries_memory = false;
+  int64_t keep_memory = 0;  // with carries_memory: positions of memory each pass hands on
+  int64_t key_window = 0;   // > 0: every query attends over this many most recent keys
 };
 
-// A command-line option a protocol reads; other protocols refuse it.
-struct ProtocolOption {
-  const char* flag;       // e.g. "--stride"
-  const char* study_key;  // key of a study's "eval" section (nullptr: not offered there)
-  const char* doc;        // help text
+// A setting a protocol reads, declared once in the protocol's file. Everything else is
+// derived from the declaration (protocol_settings.cpp): the command-line option and its range
+// check (other protocols refuse the flag), the study key and its check, the resolved value,
+// the cache key and file name, the report's settings column, the study label and the JSON.
+struct ProtocolSetting {
+  const char* name;  // its key in ProtocolSettings, the cache key and JSON rows ("mem_len")
+  const char* flag;  // command-line option ("--mem-len")
+  bool is_switch;    // a flag without a value: 0 or 1 (--same-length)
+  int64_t min, max;  // the range of a value given
+  int64_t unset;     // the value when not given (a study may write it: "mem_lens": [-1])
+  // The number an unset value stands for at length L (stride: L/2; mem_len: L); nullptr: the
+  // unset value is itself the value (streams: 16).
+  int64_t (*resolve_unset)(int64_t length);
+  const char* unset_text;   // what the unset value means, for messages ("L/2")
+  const char* unset_short;  // and in a study label ("L": "mem=L")
+  const char* study_key;    // key of a study's "eval" section (nullptr: not offered there)
+  bool study_list;          // that key takes a list: one protocol per value ("mem_lens")
+  const char* report;       // its part of the settings column, fmt with the value ("x{}")
+  const char* study_label;  // its part of a study protocol's label ("mem{}"; nullptr: none)
+  const char* cache_tag;    // its part of the cache file's name ("M" -> "-M64"; switch "-SL")
+  const char* doc;          // help text
 };
+
+// How a protocol relates to the way a run trains (validation, bench's primary protocol).
+enum class TrainingFit {
+  kOwn,      // how the run's own validation evaluates (memory when it carries memory)
+  kApplies,  // applies as well (sliding)
+  kNotUsed,  // means nothing for such a run (memory with train.mem_len = 0)
+};
+
+// How a message names a setting, given its name: by its flag (flag_namer), or by a study's
+// key.
+using SettingNamer = std::function<std::string(const std::string& setting)>;
 
 struct EvalProtocol {
-  EvalMethod id;
   const char* name;         // --method value
   const char* description;  // one sentence: which windows, which positions are scored
   const char* cost;         // tokens forwarded per scored token, for the help
   const char* unit;         // what its window sums are: "window" or "segment"
-  std::vector<ProtocolOption> options;
+  std::vector<ProtocolSetting> settings;
   bool needs_memory;  // applies only to encodings that carry memory
-  // The rules of its own options against the request (InputError naming the flag).
-  void (*check)(const EvalRequest& request);
+  // Rules between its settings and the length, on resolved settings (range checks are
+  // derived): InputError naming each setting with `name`.
+  void (*check)(const EvalRequest& request, const SettingNamer& name);
   // This shard's passes (request.shard of request.shards) over `targets` scored tokens.
   PassPlan (*plan)(const EvalRequest& request, int64_t targets);
   // The largest pass of the plan, or a bound on it (what the memory estimate sizes).
   EvalPassShape (*largest_pass)(const EvalRequest& request, int64_t targets);
-  // Its settings in a result (stride, mem_len, streams) from the request.
-  void (*fill_result)(const EvalRequest& request, int64_t targets, EvalResult& result);
-  // Its settings in the cache key ({"stride", "mem_len", "streams"}) and the file name part.
-  void (*cache_key)(const EvalRequest& request, nlohmann::json& key);
-  // The settings column of a report row ("-", "stride 64", "mem 128 x16").
-  std::string (*setting)(const EvalResult& result);
-  // Its settings in a JSON result row.
-  void (*json_row)(const EvalResult& result, nlohmann::json& row);
+  // Its settings as the run trains (memory: train.mem_len, train.batch_size streams,
+  // train.same_length), written into `settings`, and how it fits such a run.
+  TrainingFit (*as_trained)(const TrainConfig& train, bool carries_memory,
+                            ProtocolSettings& settings);
+  // A result's settings where they differ from the request's (memory: no more streams than
+  // targets); nullptr when none do.
+  void (*adjust_result)(int64_t targets, ProtocolSettings& settings);
   // What a bucket of the per-position section means under this protocol ("" = nothing).
   const char* position_note;
   // What to try when a length does not fit in memory, given the largest pass.
@@ -83,12 +116,16 @@ struct EvalProtocol {
 
 // Every protocol, in the order `txl protocols` lists them.
 const std::vector<EvalProtocol>& eval_protocols();
-const EvalProtocol& eval_protocol(EvalMethod method);
+// The registered protocol `name` (std::logic_error otherwise: names come from parse_eval_method).
+const EvalProtocol& eval_protocol(const std::string& name);
 std::vector<std::string> eval_protocol_names();
 
 // Why a protocol does not apply to a model with this config ("" when it does): one that
 // needs memory on an encoding that carries none.
-std::string method_unavailable(const ModelConfig& model, EvalMethod method);
+std::string method_unavailable(const ModelConfig& model, const std::string& method);
+
+// The protocol and settings a run's own validation evaluates with (TrainingFit::kOwn).
+EvalRequest as_trained_request(const Config& config, bool carries_memory);
 
 // Why `request` cannot be evaluated on a model with this config at all ("" when it can):
 // method_unavailable, an aid the encoding does not
@@ -109,5 +146,42 @@ EvalPassShape largest_planned_pass(const PassPlan& plan);
 // The windows' protocols' hint and pass description ("2 windows of 128 tokens").
 std::string window_memory_hint(const EvalPassShape& pass);
 std::string describe_window_pass(const EvalPassShape& pass);
+
+// What the declared settings give (src/eval/protocol_settings.cpp) --------------------------
+
+// The declaration of `name` in `protocol`; nullptr when it has none.
+const ProtocolSetting* find_setting(const EvalProtocol& protocol, const std::string& name);
+// Names a setting of `protocol` by its flag ("--stride").
+SettingNamer flag_namer(const EvalProtocol& protocol);
+// Every setting of the request's protocol, present and resolved at its length: a default for
+// what is absent or unset (stride: L/2, mem_len: L, streams: 16).
+ProtocolSettings resolved_settings(const EvalRequest& request);
+// The value `name` has in `settings` resolved at `length` (an absent one: its default).
+int64_t resolved_setting(const EvalProtocol& protocol, const ProtocolSettings& settings,
+                         const std::string& name, int64_t length);
+// Every value of `settings` that is a setting of `protocol` (the others are ignored, as the
+// request's fields a protocol does not read are) lies in its range (or, with accept_unset,
+// its unset value: a study writes "mem_lens": [-1]): InputError naming the setting with
+// `name` otherwise. The command line accepts no unset value: a default is asked for by
+// leaving the flag out.
+void check_setting_ranges(const EvalProtocol& protocol, const ProtocolSettings& settings,
+                          const SettingNamer& name, bool accept_unset);
+// A request's settings against its protocol: the ranges (check_setting_ranges), then the
+// protocol's own rules on the resolved values. InputError naming the setting with `name`.
+void check_request_settings(const EvalRequest& request, const SettingNamer& name,
+                            bool accept_unset);
+// The protocol's part of a cache key ({"stride": 32}; a switch only when on) and of the cache
+// file's name ("-S32", "-M64-B16-SL"), from the key.
+void add_settings_to_key(const EvalProtocol& protocol, const ProtocolSettings& resolved,
+                         nlohmann::json& key);
+std::string settings_file_part(const EvalProtocol& protocol, const nlohmann::json& key);
+// A result's settings in JSON ({"mem_len": 64, "streams": 16, "same_length": false}) and back.
+nlohmann::json settings_to_json(const EvalProtocol& protocol, const ProtocolSettings& settings);
+ProtocolSettings settings_from_json(const EvalProtocol& protocol, const nlohmann::json& j);
+// The report's settings column: "stride 32", "mem 64 x16 same", "-" for none.
+std::string settings_text(const EvalProtocol& protocol, const ProtocolSettings& settings);
+// A setting's part of a study protocol's label (" mem64", " mem=L", " same"; "" for none):
+// a listed value when the list holds several or it is not the unset one, a switch when on.
+std::string study_label_part(const ProtocolSetting& setting, int64_t value, bool several);
 
 }  // namespace txl

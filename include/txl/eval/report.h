@@ -58,7 +58,7 @@ nlohmann::json per_position_to_json(const EvalResult& result);
 std::string format_per_position(const EvalResult& result);
 
 // The heading of a per-position section, with what the buckets mean for this method.
-std::string per_position_heading(EvalMethod method);
+std::string per_position_heading(const std::string& method);
 
 // {"run", "split", "encoding", "tokenizer", "train_length", "checkpoint", "checkpoint_step",
 //  "interval": {...}, "results": [summary + "cached" + "per_position"?]}

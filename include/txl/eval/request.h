@@ -14,13 +14,12 @@ namespace txl {
 inline constexpr int64_t kPositionBuckets = 16;
 
 struct EvalSettings {
-  EvalMethod method = EvalMethod::kNonOverlap;
-  int64_t stride = 0;        // sliding: 0 = L/2
-  int64_t mem_len = -1;      // memory: -1 = the evaluated length
-  int64_t clamp_len = -1;    // -1 = the run's model.clamp_len
-  int64_t streams = 16;      // memory: parallel contiguous streams (batch rows)
-  bool same_length = false;  // memory: Transformer-XL's same_length attention window
-  int64_t max_tokens = 0;    // 0 = the whole split
+  std::string method = default_eval_method();  // a registered protocol (protocol.h)
+  // The protocol's settings given (--stride, a study's mem_lens value, ...); the rest take
+  // the protocol's defaults when a length resolves them.
+  ProtocolSettings protocol_settings;
+  int64_t clamp_len = -1;  // -1 = the run's model.clamp_len
+  int64_t max_tokens = 0;  // 0 = the whole split
   Precision precision = Precision::kFp32;
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // --aid
   double aid_factor = 0.0;                         // --aid-factor (0 = derived)

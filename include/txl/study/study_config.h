@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -45,11 +46,12 @@ struct StudyProtocol {
 
 struct StudyEval {
   std::string split = "valid";
-  std::vector<std::string> methods = {"nonoverlap"};
-  std::vector<int64_t> lengths;          // empty in the file: the base config's eval.lengths
-  int64_t stride = 0;                    // sliding: 0 = L/2
-  std::vector<int64_t> mem_lens = {-1};  // memory: one protocol each (-1 = the evaluated length)
-  bool same_length = false;              // memory: Transformer-XL's same_length window
+  std::vector<std::string> methods = {default_eval_method()};
+  std::vector<int64_t> lengths;  // empty in the file: the base config's eval.lengths
+  // The protocols' settings the section gives, by setting name (protocol.h: "stride": [0],
+  // "mem_len": [-1, 64] from "mem_lens", a list making one protocol per value; a switch 0
+  // or 1); absent: the protocol's default.
+  std::map<std::string, std::vector<int64_t>> protocol_settings;
   std::vector<std::string> aids = {"none"};  // "none", "yarn", "ntk:4" (aid[:factor])
   int64_t max_tokens = 0;                    // 0 = the whole split
   std::string checkpoint = "last";           // last | best

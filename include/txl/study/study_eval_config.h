@@ -30,4 +30,9 @@ StudyEval parse_eval(const nlohmann::json& j, const std::string& where, const Co
 // Methods x aids (x mem_lens for memory): the protocols every cell is evaluated with.
 std::vector<StudyProtocol> make_protocols(const StudyEval& e, const std::string& where);
 
+// The protocols' study keys into a manifest's "eval" object: every declared key with its value
+// or default ("stride": 0, "mem_lens": [-1]), a switch only when on ("same_length": true), so
+// a manifest written before a key existed stays valid.
+void add_study_settings_json(const StudyEval& e, nlohmann::json& j);
+
 }  // namespace txl

@@ -63,6 +63,7 @@ struct TimingStats {
 // tgt_len / 2; memory with the training mem_len over batch_size streams.
 struct EvalRate {
   std::string method;
+  std::string setting;          // its settings as `txl eval` reports them ("stride 32", "-")
   int64_t tokens = 0;           // tokens scored by one evaluation
   int64_t passes = 0;           // forward passes of one evaluation
   TimingStats ms;               // wall time of one evaluation, over the repeats
@@ -142,9 +143,9 @@ struct BenchResult {
   // Training tokens/s at the median step, and at the fastest.
   double median_step_tokens_per_s() const;
   double fastest_step_tokens_per_s() const;
-  // The protocol the eval_* figures and the eval profile come from: memory where the model
-  // carries memory, else nonoverlap.
-  EvalMethod primary_eval_method() const;
+  // The protocol the eval_* figures and the eval profile come from, the run's own
+  // (TrainingFit::kOwn): memory where the model carries memory, else nonoverlap.
+  std::string primary_method;
   nlohmann::json to_json() const;
 };
 

@@ -7,15 +7,19 @@
 
 #include <algorithm>
 
-#include "txl/eval/protocols/protocols.h"
+#include "txl/eval/protocol.h"
 #include "txl/util/error.h"
 
 namespace txl {
 
 namespace {
 
+int64_t setting(const EvalRequest& r, const char* name) {
+  return resolved_setting(eval_protocol(r.method), r.settings, name, r.length);
+}
+
 int64_t stream_count(const EvalRequest& r, int64_t targets) {
-  return std::max<int64_t>(1, std::min(r.streams, targets));
+  return std::max<int64_t>(1, std::min(setting(r, "streams"), targets));
 }
 
 // Segment-major: every stream's segment at one offset forms a pass; the shard takes the
@@ -27,6 +31,8 @@ PassPlan memory_plan(const EvalRequest& r, int64_t targets) {
   const auto [b0, b1] = shard_block(streams, r);
   PassPlan plan;
   plan.carries_memory = true;
+  plan.keep_memory = setting(r, "mem_len");
+  plan.key_window = setting(r, "same_length") ? plan.keep_memory : 0;
   for (int64_t pos = 0; pos < last_len;) {
     const bool all_streams = pos < per;
     const int64_t len = std::min(r.length, (all_streams ? per : last_len) - pos);
@@ -43,29 +49,29 @@ PassPlan memory_plan(const EvalRequest& r, int64_t targets) {
 
 EvalProtocol memory_protocol() {
   EvalProtocol p;
-  p.id = EvalMethod::kMemory;
   p.name = "memory";
   p.description =
       "segments of L tokens with up to mem_len tokens of memory carried across the segments "
       "of each stream; every token scored once";
   p.cost = "1 token forwarded per token scored, attending over L + mem_len keys";
   p.unit = "segment";
-  p.options = {{"--mem-len", "mem_lens",
-                "memory: memory length, >= 0 (0 = none; default: the evaluated length)"},
-               {"--streams", nullptr,
-                "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)"},
-               {"--same-length", "same_length",
-                "memory: every query attends over the same mem_len most recent keys (the "
-                "paper's evaluation; Transformer-XL's same_length)"}};
+  p.settings = {{"mem_len", "--mem-len", false, 0, int64_t{1} << 40, -1,
+                 [](int64_t length) { return length; }, "the evaluated length", "L", "mem_lens",
+                 true, "mem {}", "mem{}", "M",
+                 "memory: memory length, >= 0 (0 = none; default: the evaluated length)"},
+                {"streams", "--streams", false, 1, int64_t{1} << 20, 16, nullptr, "16", "16",
+                 nullptr, false, "x{}", nullptr, "B",
+                 "memory: parallel contiguous streams (default 16; 1 = one stream, slowest)"},
+                {"same_length", "--same-length", true, 0, 1, 0, nullptr, "off", "off",
+                 "same_length", false, "same", "same", "SL",
+                 "memory: every query attends over the same mem_len most recent keys, as the "
+                 "Transformer-XL paper evaluates (same_length)"}};
   p.needs_memory = true;
-  p.check = [](const EvalRequest& r) {
-    if (r.mem_len < 0) throw InputError("--mem-len must be >= 0, got " + std::to_string(r.mem_len));
-    if (r.streams < 1) throw InputError("--streams must be >= 1, got " + std::to_string(r.streams));
-    if (r.same_length && r.mem_len < 1) {
-      throw InputError(
-          "--same-length makes every query attend over the last mem_len keys, so it "
-          "needs --mem-len >= 1, got " +
-          std::to_string(r.mem_len));
+  p.check = [](const EvalRequest& r, const SettingNamer& name) {
+    if (r.settings.get("same_length") && r.settings.get("mem_len") < 1) {
+      throw InputError(fmt::format(
+          "{} makes every query attend over the last mem_len keys, so it needs {} >= 1, got {}",
+          name("same_length"), name("mem_len"), r.settings.get("mem_len")));
     }
   };
   p.plan = memory_plan;
@@ -76,27 +82,17 @@ EvalProtocol memory_protocol() {
     const int64_t last_len = targets - (targets / streams) * (streams - 1);
     s.batch = streams;
     s.queries = std::min(r.length, last_len);
-    s.keys = s.queries + std::min(r.mem_len, last_len);
+    s.keys = s.queries + std::min(setting(r, "mem_len"), last_len);
     return s;
   };
-  p.fill_result = [](const EvalRequest& r, int64_t targets, EvalResult& result) {
-    result.mem_len = r.mem_len;
-    result.streams = std::min(r.streams, targets);
-    result.same_length = r.same_length;
+  p.as_trained = [](const TrainConfig& train, bool carries_memory, ProtocolSettings& s) {
+    s.set("mem_len", train.mem_len);
+    s.set("streams", train.batch_size);
+    s.set("same_length", train.same_length ? 1 : 0);
+    return carries_memory && train.mem_len > 0 ? TrainingFit::kOwn : TrainingFit::kNotUsed;
   };
-  p.cache_key = [](const EvalRequest& r, nlohmann::json& key) {
-    key["stride"] = 0;
-    key["mem_len"] = r.mem_len;
-    key["streams"] = r.streams;
-    if (r.same_length) key["same_length"] = true;  // absent: entries from before it still count
-  };
-  p.setting = [](const EvalResult& e) {
-    return fmt::format("mem {} x{}{}", e.mem_len, e.streams, e.same_length ? " same" : "");
-  };
-  p.json_row = [](const EvalResult& e, nlohmann::json& row) {
-    row["mem_len"] = e.mem_len;
-    row["streams"] = e.streams;
-    row["same_length"] = e.same_length;
+  p.adjust_result = [](int64_t targets, ProtocolSettings& s) {
+    s.set("streams", std::min(s.get("streams"), targets));
   };
   p.position_note = "positions within each segment, memory before them";
   p.memory_hint = [](const EvalPassShape&) {

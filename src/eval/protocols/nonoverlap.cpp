@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "txl/eval/protocols/protocols.h"
+#include "txl/eval/protocol.h"
 
 namespace txl {
 
@@ -22,13 +22,12 @@ std::vector<PassRow> nonoverlap_windows(const EvalRequest& r, int64_t targets) {
 
 EvalProtocol nonoverlap_protocol() {
   EvalProtocol p;
-  p.id = EvalMethod::kNonOverlap;
   p.name = "nonoverlap";
   p.description = "windows of L tokens, no memory, every token scored";
   p.cost = "1 token forwarded per token scored";
   p.unit = "window";
   p.needs_memory = false;
-  p.check = [](const EvalRequest&) {};
+  p.check = nullptr;
   p.plan = [](const EvalRequest& r, int64_t targets) {
     return plan_windows(nonoverlap_windows(r, targets), r);
   };
@@ -36,14 +35,10 @@ EvalProtocol nonoverlap_protocol() {
     const auto whole = whole_evaluation(r);
     return largest_planned_pass(plan_windows(nonoverlap_windows(whole, targets), whole));
   };
-  p.fill_result = [](const EvalRequest&, int64_t, EvalResult&) {};
-  p.cache_key = [](const EvalRequest&, nlohmann::json& key) {
-    key["stride"] = 0;
-    key["mem_len"] = 0;
-    key["streams"] = 0;
+  p.as_trained = [](const TrainConfig& train, bool carries_memory, ProtocolSettings&) {
+    return carries_memory && train.mem_len > 0 ? TrainingFit::kApplies : TrainingFit::kOwn;
   };
-  p.setting = [](const EvalResult&) { return std::string("-"); };
-  p.json_row = [](const EvalResult&, nlohmann::json&) {};
+  p.adjust_result = nullptr;
   p.position_note = "";
   p.memory_hint = window_memory_hint;
   p.describe_pass = describe_window_pass;
