@@ -250,23 +250,28 @@ void Distributed::barrier() {
   group_->run("barrier", [&] { return group_->pg->barrier(); });
 }
 
-torch::Tensor local_rows(const Distributed* dist, const torch::Tensor& global) {
-  if (dist == nullptr || !dist->active()) return global;
-  const int64_t rows = global.size(0) / dist->world_size();
-  return global.narrow(0, rows * dist->rank(), rows);
+Distributed& single_process() {
+  static Distributed alone{DistributedEnv{}};
+  return alone;
 }
 
-Memory gather_memory(Distributed* dist, const Memory& local) {
-  if (dist == nullptr || !dist->active() || local.empty()) return local;
+torch::Tensor local_rows(const Distributed& dist, const torch::Tensor& global) {
+  if (!dist.active()) return global;
+  const int64_t rows = global.size(0) / dist.world_size();
+  return global.narrow(0, rows * dist.rank(), rows);
+}
+
+Memory gather_memory(Distributed& dist, const Memory& local) {
+  if (!dist.active() || local.empty()) return local;
   Memory all;
-  for (const auto& layer : local.layers) all.layers.push_back(dist->gather_rows(layer));
+  for (const auto& layer : local.layers) all.layers.push_back(dist.gather_rows(layer));
   return all;
 }
 
-void seed_dropout(const Distributed* dist, at::Generator& generator, int64_t seed, int64_t step) {
-  if (dist == nullptr || !dist->active()) return;
+void seed_dropout(const Distributed& dist, at::Generator& generator, int64_t seed, int64_t step) {
+  if (!dist.active()) return;
   uint64_t h = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull;
-  h ^= static_cast<uint64_t>(step) * 0xC2B2AE3D27D4EB4Full + static_cast<uint64_t>(dist->rank());
+  h ^= static_cast<uint64_t>(step) * 0xC2B2AE3D27D4EB4Full + static_cast<uint64_t>(dist.rank());
   h ^= h >> 31;
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_current_seed(h);

@@ -301,7 +301,7 @@ TrainSummary run_training(PreparedTraining& run, const std::atomic<int>* stop_si
     // A new run that fails before its first checkpoint (out of memory, a full disk) has
     // nothing to resume; what it wrote (config.json, vocab.json, metrics.jsonl) would only
     // make the next `txl train` into the same directory refuse it.
-    const bool root = run.options.dist == nullptr || run.options.dist->is_root();
+    const bool root = run.options.dist->is_root();
     if (root && !run.options.resume &&
         !is_regular_file(RunPaths{run.options.run_dir}.last_checkpoint())) {
       run.lock.reset();

@@ -57,9 +57,9 @@ struct TrainRun {
         batcher(data.train, c.train.batch_size, c.train.tgt_len),
         generator(default_generator(device)),
         tokens_per_step(c.train.batch_size * c.train.tgt_len),
-        dist(o.dist),
-        root(o.dist == nullptr || o.dist->is_root()),
-        world(o.dist == nullptr ? 1 : o.dist->world_size()) {}
+        dist(*o.dist),
+        root(dist.is_root()),
+        world(dist.world_size()) {}
 
   const Config& config;
   const TrainOptions& options;
@@ -83,15 +83,15 @@ struct TrainRun {
   Clock::time_point interval_start;  // start of the current log interval
   Clock::time_point run_start;       // start of this process's steps (for eta and tok/s)
   TrainSummary summary;
-  Distributed* dist;  // null: one process
+  Distributed& dist;  // single_process() when this process trains alone
   bool root;          // writes the run directory and prints
-  int world;          // processes training (1 without dist)
+  int world;          // processes training
 };
 
 // Whether every rank's memory is finite (the same answer on every rank; collective).
 bool memory_finite(TrainRun& run) {
   const bool here = all_finite(run.memory.layers);
-  return run.dist == nullptr ? here : run.dist->max(here ? 0 : 1) == 0;
+  return run.dist.max(here ? 0 : 1) == 0;
 }
 
 // A metrics line (rank 0 only).
@@ -238,11 +238,11 @@ StepOutcome forward_backward(TrainRun& run) {
   clear_gradients(run.model->parameters());
   loss.backward();
   // Equal shards: the mean of the ranks' mean gradients is the whole batch's.
-  if (run.dist != nullptr) run.dist->average_gradients(run.model->parameters());
+  run.dist.average_gradients(run.model->parameters());
   out.grad_norm = tc.clip > 0 ? clip_gradients(run.model->parameters(), tc.clip)
                               : total_grad_norm(run.model->parameters());
   out.loss = loss.item<double>();
-  if (run.dist != nullptr) out.loss = run.dist->sum(out.loss) / run.world;
+  out.loss = run.dist.sum(out.loss) / run.world;
   out.finite = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   out.tokens = segment.inputs.numel();
   return out;
@@ -388,7 +388,7 @@ int requested_stop(TrainRun& run) {
   int stop = run.options.stop_signal ? run.options.stop_signal->load() : 0;
   if (contains(run.inject_stop, run.state.step)) stop = SIGINT;
   // Every rank stops after the same step, so the checkpoint holds one consistent state.
-  if (run.dist != nullptr) stop = static_cast<int>(run.dist->max(stop));
+  stop = static_cast<int>(run.dist.max(stop));
   return stop;
 }
 
@@ -416,19 +416,18 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   const auto& tc = config.train;
   // The ranks of one machine share its cores (train.threads = 0: an equal share each).
   const int threads =
-      set_threads(tc.threads, options.dist != nullptr ? options.dist->local_world_size() : 1);
+      set_threads(tc.threads, options.dist->local_world_size());
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
   // Parsed before anything is written, so a malformed hook leaves the run directory alone.
   std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
   std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
   const std::vector<int64_t> inject_kill = injected_steps("TXL_INJECT_KILL_AT_STEP");
-  if (options.dist == nullptr || options.dist->is_root()) {
+  if (options.dist->is_root()) {
     save_or_check_vocab(config, options.run_dir, options.resume, corpus.vocab);
   }
   const bool kill_here = [&] {
     const char* rank = std::getenv("TXL_INJECT_KILL_RANK");
-    return rank == nullptr || options.dist == nullptr ||
-           std::to_string(options.dist->rank()) == rank;
+    return rank == nullptr || std::to_string(options.dist->rank()) == rank;
   }();
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here

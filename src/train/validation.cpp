@@ -9,16 +9,15 @@
 namespace txl {
 
 EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid, const Config& c,
-                          Distributed* dist) {
+                          Distributed& dist) {
   EvalRequest r = as_trained_request(c, model->has_memory());
   r.batch_tokens = std::max<int64_t>(c.eval.batch_tokens, c.train.tgt_len);
   r.max_tokens = c.train.eval_max_tokens;
-  if (dist == nullptr || !dist->active()) return evaluate(model, valid, r);
-  r.shard = dist->rank();
-  r.shards = dist->world_size();
+  r.shard = dist.rank();
+  r.shards = dist.world_size();
   EvalResult result = evaluate(model, valid, r);
-  result.nll = dist->sum(result.nll);
-  result.tokens = static_cast<int64_t>(std::llround(dist->sum(static_cast<double>(result.tokens))));
+  result.nll = dist.sum(result.nll);
+  result.tokens = static_cast<int64_t>(std::llround(dist.sum(static_cast<double>(result.tokens))));
   return result;
 }
 

@@ -77,17 +77,22 @@ class Distributed {
   std::unique_ptr<Group> group_;
 };
 
+// The one process of a run that trains alone: world size 1, no process group, every
+// collective the identity. What training uses when it is given no Distributed, so that no
+// code path asks whether there is one.
+Distributed& single_process();
+
 // This rank's rows of a global [B, ...] batch: B / world contiguous rows (all of them for
-// one process, dist null or world 1).
-torch::Tensor local_rows(const Distributed* dist, const torch::Tensor& global);
+// one process).
+torch::Tensor local_rows(const Distributed& dist, const torch::Tensor& global);
 
 // Every rank's memory as one [B, M, C] per layer, in rank order (what a checkpoint holds);
 // collective: every rank calls it.
-Memory gather_memory(Distributed* dist, const Memory& local);
+Memory gather_memory(Distributed& dist, const Memory& local);
 
 // Data-parallel dropout: with more than one rank, reseeds `generator` from (seed, step, rank)
 // so ranks draw independent masks and a resumed run redraws the same ones; one process keeps
 // its generator's stream (checkpointed as it is).
-void seed_dropout(const Distributed* dist, at::Generator& generator, int64_t seed, int64_t step);
+void seed_dropout(const Distributed& dist, at::Generator& generator, int64_t seed, int64_t step);
 
 }  // namespace txl

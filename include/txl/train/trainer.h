@@ -32,6 +32,7 @@
 
 #include "txl/config/config.h"
 #include "txl/data/corpus.h"
+#include "txl/train/distributed.h"
 #include "txl/train/init_from.h"
 
 namespace txl {
@@ -44,14 +45,15 @@ struct TrainOptions {
   std::string run_dir;
   bool resume = false;                            // continue from run_dir/checkpoint.pt
   const std::atomic<int>* stop_signal = nullptr;  // non-zero: checkpoint and stop after this step
-  // Data-parallel training (distributed.h), or null for one process. With W ranks each takes
+  // Data-parallel training (distributed.h); single_process() when this process trains alone
+  // (never null). With W ranks each takes
   // batch_size / W contiguous streams of the global batch and their memory; gradients are
   // averaged, so the update is the one-process update of the whole batch. Rank 0 alone writes
   // the run directory (checkpoints with every rank's memory, metrics, logs); validation is
   // sharded (each rank scores a block of the windows or streams, the NLL and token sums are
   // added up, so the result is one process's). Dropout draws from a
   // generator seeded per (train.seed, step, rank), so resuming needs no generator states.
-  Distributed* dist = nullptr;
+  Distributed* dist = &single_process();
   // A new run's first weights (txl train --init-from, init_from.h), or null: drawn from
   // train.seed. Training takes them over and releases the source's model.
   std::shared_ptr<InitSource> init;
