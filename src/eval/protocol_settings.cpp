@@ -25,8 +25,7 @@ SettingNamer flag_namer(const EvalProtocol& protocol) {
 int64_t resolved_setting(const EvalProtocol& protocol, const ProtocolSettings& settings,
                          const std::string& name, int64_t length) {
   const ProtocolSetting* s = find_setting(protocol, name);
-  if (s == nullptr)
-    throw std::logic_error(std::string(protocol.name) + " has no setting " + name);
+  if (s == nullptr) throw std::logic_error(std::string(protocol.name) + " has no setting " + name);
   const int64_t v = settings.value_or(name, s->unset);
   return v == s->unset && s->resolve_unset ? s->resolve_unset(length) : v;
 }
@@ -61,8 +60,8 @@ void check_setting_ranges(const EvalProtocol& protocol, const ProtocolSettings& 
       throw InputError(fmt::format("{} {} is not valid; expected {}, or {} for {}", name(key),
                                    value, range_text(*s), s->unset, s->unset_text));
     }
-    throw InputError(fmt::format("{} {} is not valid; expected {} (leave {} out for {})",
-                                 name(key), value, range_text(*s), name(key), s->unset_text));
+    throw InputError(fmt::format("{} {} is not valid; expected {} (leave {} out for {})", name(key),
+                                 value, range_text(*s), name(key), s->unset_text));
   }
 }
 
@@ -134,8 +133,8 @@ std::string study_label_part(const ProtocolSetting& s, int64_t value, bool sever
   if (s.study_label == nullptr) return "";
   if (s.is_switch) return value != 0 ? fmt::format(" {}", s.study_label) : "";
   if (!several && value == s.unset) return "";
-  const std::string shown = value == s.unset ? fmt::format("={}", s.unset_short)
-                                             : std::to_string(value);
+  const std::string shown =
+      value == s.unset ? fmt::format("={}", s.unset_short) : std::to_string(value);
   return " " + fmt::format(fmt::runtime(s.study_label), shown);
 }
 

@@ -415,8 +415,7 @@ TrainSummary finish_run(TrainRun& run) {
 TrainSummary train_model(const Config& config, const TrainOptions& options, Corpus corpus) {
   const auto& tc = config.train;
   // The ranks of one machine share its cores (train.threads = 0: an equal share each).
-  const int threads =
-      set_threads(tc.threads, options.dist->local_world_size());
+  const int threads = set_threads(tc.threads, options.dist->local_world_size());
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
   // Parsed before anything is written, so a malformed hook leaves the run directory alone.
   std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
