@@ -1,5 +1,5 @@
 // Configuration parsing and serialisation: config_from_json and config_to_json walk the key
-// tables of config_keys.h (--set overrides: config_override.cpp; validate(): validate.cpp).
+// tables of config_keys.h (--set overrides: config_override.cpp; validate(): config_rules.cpp).
 #include "txl/config/config.h"
 
 #include <algorithm>

@@ -13,7 +13,7 @@
 #include "txl/eval/report.h"
 #include "txl/run/run_dir.h"
 #include "txl/study/group_table.h"
-#include "txl/study/study_bits.h"
+#include "txl/study/study_bits_per_byte.h"
 #include "txl/study/study_plots.h"
 #include "txl/study/study_probes.h"
 #include "txl/util/fs.h"

@@ -5,7 +5,7 @@
 #include "txl/data/tokenizers.h"
 #include "txl/eval/interval.h"
 #include "txl/eval/report.h"
-#include "txl/study/study_bits.h"
+#include "txl/study/study_bits_per_byte.h"
 #include "txl/study/study_report.h"
 #include "txl/util/version.h"
 

@@ -1,6 +1,6 @@
 // The training loop's phases share TrainRun (below), which only they use; they stay in this
 // one file (over the ~400 lines the house style aims for) rather than make TrainRun a public
-// header. Data loading (training_data.cpp), validation (validation.cpp) and the data-parallel
+// header. Data loading (training_data.cpp), validation (validation_loss.cpp) and the data-parallel
 // collectives (distributed.cpp) live in their own files.
 #include "txl/train/trainer.h"
 
@@ -31,7 +31,7 @@
 #include "txl/train/resume.h"
 #include "txl/train/schedule.h"
 #include "txl/train/step_checks.h"
-#include "txl/train/validation.h"
+#include "txl/train/validation_loss.h"
 #include "txl/util/clock.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -360,7 +360,7 @@ void validate_and_checkpoint(TrainRun& run) {
   // Evaluation must not move the random stream that dropout draws from, or a run that
   // validates at step k (e.g. because it ends there) would diverge from one that does not.
   const torch::Tensor rng = run.generator.get_state();
-  auto result = validate_model(run.model, run.corpus.valid, run.config, run.dist);
+  auto result = validation_loss(run.model, run.corpus.valid, run.config, run.dist);
   run.generator.set_state(rng);
   run.model->train();
   const bool best = state.best_valid_ppl == 0.0 || result.ppl() < state.best_valid_ppl;

@@ -16,7 +16,7 @@ class Distributed;
 // Data-parallel (dist.active()): each rank scores its shard of the windows (or memory streams)
 // and the NLL and token sums are added up, so every rank gets the one-process totals (the
 // per-window lists hold only this rank's shard).
-EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid,
-                          const Config& config, Distributed& dist);
+EvalResult validation_loss(TransformerLM& model, const std::vector<int32_t>& valid,
+                           const Config& config, Distributed& dist);
 
 }  // namespace txl

@@ -1,4 +1,4 @@
-#include "txl/study/study_bits.h"
+#include "txl/study/study_bits_per_byte.h"
 
 #include <spdlog/fmt/fmt.h>
 

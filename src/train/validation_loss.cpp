@@ -1,4 +1,4 @@
-#include "txl/train/validation.h"
+#include "txl/train/validation_loss.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 
 namespace txl {
 
-EvalResult validate_model(TransformerLM& model, const std::vector<int32_t>& valid, const Config& c,
-                          Distributed& dist) {
+EvalResult validation_loss(TransformerLM& model, const std::vector<int32_t>& valid, const Config& c,
+                           Distributed& dist) {
   EvalRequest r = as_trained_request(c, model->has_memory());
   r.batch_tokens = std::max<int64_t>(c.eval.batch_tokens, c.train.tgt_len);
   r.max_tokens = c.train.eval_max_tokens;
