@@ -18,7 +18,7 @@ namespace {
 // "nonoverlap | sliding | memory", then each protocol's description and cost (txl protocols).
 std::string method_help() {
   std::string out =
-      join(eval_protocol_names(), " | ") + " (default " + default_eval_method() + "):";
+      join(eval_protocol_names(), " | ") + " (default " + default_protocol_name() + "):";
   for (const auto& p : eval_protocols())
     out += fmt::format("\n  {}: {} ({})", p.name, p.description, p.cost);
   return out;
@@ -104,9 +104,9 @@ ProtocolSettings given_protocol_settings(const EvalCliOptions& o, const std::str
 
 EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   EvalPlan c;
-  c.settings.method = parse_eval_method(o.method, "--method");
+  c.settings.protocol = parse_protocol_name(o.method, "--method");
   // Given values must mean what they say; the defaults are asked for by leaving a flag out.
-  c.settings.protocol_settings = given_protocol_settings(o, c.settings.method);
+  c.settings.protocol_settings = given_protocol_settings(o, c.settings.protocol);
   c.settings.precision = parse_precision(o.precision, "--precision");
   if (o.clamp_len && *o.clamp_len < 0) {
     throw InputError("--clamp-len " + std::to_string(*o.clamp_len) +

@@ -89,7 +89,7 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                         {"checkpoint", s.checkpoint},
                         {"checkpoint_step", s.checkpoint_step},
                         {"checkpoint_checksum", hex64(s.checkpoint_checksum)},
-                        {"method", r.method},
+                        {"method", r.protocol},
                         {"length", r.length},
                         {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
                         {"max_tokens", r.max_tokens},
@@ -98,7 +98,7 @@ nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                         {"aid", to_string(r.aid)},
                         {"aid_factor", r.aid_factor},
                         {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}};
-  add_settings_to_key(eval_protocol(r.method), resolved_settings(r), key);
+  add_settings_to_key(eval_protocol(r.protocol), resolved_settings(r), key);
   return key;
 }
 
@@ -119,9 +119,9 @@ std::string eval_cache_path(const std::string& run_dir, const nlohmann::json& k)
 }
 
 nlohmann::json result_to_json(const EvalResult& r) {
-  return {{"method", r.method},
+  return {{"method", r.protocol},
           {"length", r.length},
-          {"settings", settings_to_json(eval_protocol(r.method), r.settings)},
+          {"settings", settings_to_json(eval_protocol(r.protocol), r.settings)},
           {"aid", to_string(r.aid)},
           {"aid_factor", r.aid_factor},
           {"tokens", r.tokens},
@@ -135,9 +135,9 @@ nlohmann::json result_to_json(const EvalResult& r) {
 
 EvalResult result_from_json(const nlohmann::json& j) {
   EvalResult r;
-  r.method = parse_eval_method(j.at("method").get<std::string>());
+  r.protocol = parse_protocol_name(j.at("method").get<std::string>());
   r.length = j.at("length").get<int64_t>();
-  r.settings = settings_from_json(eval_protocol(r.method), j.at("settings"));
+  r.settings = settings_from_json(eval_protocol(r.protocol), j.at("settings"));
   r.aid = parse_extrapolation_aid(j.at("aid").get<std::string>(), "aid");
   r.aid_factor = j.at("aid_factor").get<double>();
   r.tokens = j.at("tokens").get<int64_t>();

@@ -213,7 +213,7 @@ std::string comparison_footer(const Comparison& c) {
     }
   }
   if (c.per_position && any && !any->results.empty()) {
-    out += per_position_heading(any->results.front().method);
+    out += per_position_heading(any->results.front().protocol);
     for (const auto& run : c.runs) {
       if (!run.supported) continue;
       out += fmt::format(" {}:\n", run.name);

@@ -98,7 +98,8 @@ void plan_requests(ComparedRuns& c) {
   c.supported.assign(c.runs.size(), false);
   c.skipped.assign(c.runs.size(), {});
   for (size_t r = 0; r < c.runs.size(); ++r) {
-    c.supported[r] = method_unavailable(c.runs[r].config.model, c.specs[r].settings.method).empty();
+    c.supported[r] =
+        protocol_inapplicable(c.runs[r].config.model, c.specs[r].settings.protocol).empty();
     if (!c.supported[r]) continue;
     for (const int64_t length : c.lengths) {
       const auto request = request_for(c, r, length);
@@ -107,9 +108,9 @@ void plan_requests(ComparedRuns& c) {
     }
   }
   if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; })) {
-    const std::string& method = c.specs[0].settings.method;
+    const std::string& method = c.specs[0].settings.protocol;
     throw InputError("--method " + method + " does not apply to any of the runs (" +
-                     method_unavailable(c.runs[0].config.model, method) +
+                     protocol_inapplicable(c.runs[0].config.model, method) +
                      "): it needs an encoding with memory; use nonoverlap or sliding");
   }
 }
@@ -249,7 +250,7 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   c.split = runs.split;
   c.tokenizer = to_string(runs.runs[0].config.data.tokenizer);
   c.bytes_per_token = bytes_per_token(out.stats);
-  c.method = o.settings.method;
+  c.method = o.settings.protocol;
   c.precision = to_string(o.settings.precision);
   c.lengths = runs.lengths;
   c.per_position = o.per_position;

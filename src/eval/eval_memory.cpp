@@ -26,7 +26,7 @@ int64_t scored_targets(const EvalRequest& request, int64_t split_tokens) {
 // What the protocol's plan forwards at most in one pass (protocol.h).
 EvalPassShape largest_eval_pass(const EvalRequest& r, int64_t targets) {
   if (targets < 1 || r.length < 1) return {};
-  return eval_protocol(r.method).largest_pass(r, targets);
+  return eval_protocol(r.protocol).largest_pass(r, targets);
 }
 
 EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size,
@@ -62,7 +62,7 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
 
 void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
-  const EvalProtocol& protocol = eval_protocol(r.method);
+  const EvalProtocol& protocol = eval_protocol(r.protocol);
   const std::string pass = protocol.describe_pass(e.pass);
   const std::string hint = protocol.memory_hint(e.pass);
   throw InputError(fmt::format(

@@ -221,12 +221,12 @@ void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
   if (r.length < 1)
     throw InputError("evaluation length must be a positive integer, got " +
                      std::to_string(r.length));
-  const std::string inapplicable = method_unavailable(model->config(), r.method);
+  const std::string inapplicable = protocol_inapplicable(model->config(), r.protocol);
   if (!inapplicable.empty()) {
-    throw InputError("--method " + r.method + " does not apply to this run: its " +
+    throw InputError("--method " + r.protocol + " does not apply to this run: its " +
                      "model.pos_encoding " + inapplicable + " (use nonoverlap or sliding)");
   }
-  check_request_settings(r, flag_namer(eval_protocol(r.method)), /*accept_unset=*/false);
+  check_request_settings(r, flag_namer(eval_protocol(r.protocol)), /*accept_unset=*/false);
   check_aid(model->config(), r);
   if (r.shards < 1 || r.shard < 0 || r.shard >= r.shards) {
     throw std::invalid_argument("evaluation shard " + std::to_string(r.shard) + " of " +
@@ -253,9 +253,9 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   auto stream = torch::from_blob(const_cast<int32_t*>(ids.data()), {n_targets + 1}, torch::kInt32)
                     .to(model->device(), torch::kInt64);  // [N]
 
-  const EvalProtocol& protocol = eval_protocol(request.method);
+  const EvalProtocol& protocol = eval_protocol(request.protocol);
   EvalResult result;
-  result.method = request.method;
+  result.protocol = request.protocol;
   result.aid = request.aid;
   result.aid_factor = request.aid_factor;
   result.length = request.length;

@@ -34,7 +34,7 @@ const EvalProtocol& eval_protocol(const std::string& name) {
   throw std::logic_error("evaluation method \"" + name + "\" has no registered protocol");
 }
 
-std::string default_eval_method() { return eval_protocols().front().name; }
+std::string default_protocol_name() { return eval_protocols().front().name; }
 
 std::vector<std::string> eval_protocol_names() {
   std::vector<std::string> names;
@@ -42,7 +42,7 @@ std::vector<std::string> eval_protocol_names() {
   return names;
 }
 
-std::string parse_eval_method(const std::string& name, const std::string& key_path) {
+std::string parse_protocol_name(const std::string& name, const std::string& key_path) {
   for (const auto& p : eval_protocols()) {
     if (name == p.name) return p.name;
   }
@@ -50,16 +50,16 @@ std::string parse_eval_method(const std::string& name, const std::string& key_pa
                    join(eval_protocol_names()));
 }
 
-std::string method_unavailable(const ModelConfig& model, const std::string& method) {
+std::string protocol_inapplicable(const ModelConfig& model, const std::string& name) {
   const EncodingTraits& traits = encoding_traits(model.pos_encoding);
-  const EvalProtocol& protocol = eval_protocol(method);
+  const EvalProtocol& protocol = eval_protocol(name);
   if (protocol.needs_memory && !traits.takes_memory)
     return std::string(traits.name) + " carries no memory";
   return "";
 }
 
-std::string protocol_unavailable(const ModelConfig& model, const EvalRequest& request) {
-  const std::string method = method_unavailable(model, request.method);
+std::string request_unavailable(const ModelConfig& model, const EvalRequest& request) {
+  const std::string method = protocol_inapplicable(model, request.protocol);
   if (!method.empty()) return method;
   const EncodingTraits& traits = encoding_traits(model.pos_encoding);
   if (request.aid != ExtrapolationAid::kNone &&
@@ -74,7 +74,7 @@ EvalRequest as_trained_request(const Config& config, bool carries_memory) {
     ProtocolSettings settings;
     if (p.as_trained(config.train, carries_memory, settings) != TrainingFit::kOwn) continue;
     EvalRequest r;
-    r.method = p.name;
+    r.protocol = p.name;
     r.length = config.train.tgt_len;
     r.settings = settings;
     r.precision = config.train.precision;

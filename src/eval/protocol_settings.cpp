@@ -31,7 +31,7 @@ int64_t resolved_setting(const EvalProtocol& protocol, const ProtocolSettings& s
 }
 
 ProtocolSettings resolved_settings(const EvalRequest& request) {
-  const EvalProtocol& protocol = eval_protocol(request.method);
+  const EvalProtocol& protocol = eval_protocol(request.protocol);
   ProtocolSettings out;
   for (const auto& s : protocol.settings)
     out.set(s.name, resolved_setting(protocol, request.settings, s.name, request.length));
@@ -67,7 +67,7 @@ void check_setting_ranges(const EvalProtocol& protocol, const ProtocolSettings& 
 
 void check_request_settings(const EvalRequest& request, const SettingNamer& name,
                             bool accept_unset) {
-  const EvalProtocol& protocol = eval_protocol(request.method);
+  const EvalProtocol& protocol = eval_protocol(request.protocol);
   check_setting_ranges(protocol, request.settings, name, accept_unset);
   EvalRequest resolved = request;
   resolved.settings = resolved_settings(request);

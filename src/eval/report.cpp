@@ -25,13 +25,13 @@ std::string format_interval(const Interval& i) {
 }  // namespace
 
 std::string describe_method(const EvalResult& r) {
-  const EvalProtocol& protocol = eval_protocol(r.method);
+  const EvalProtocol& protocol = eval_protocol(r.protocol);
   return std::string(protocol.name) + ": " + protocol.description;
 }
 
 std::string method_setting(const EvalResult& r) {
   const std::string aid = aid_label(r.aid, r.aid_factor);
-  const std::string method = settings_text(eval_protocol(r.method), r.settings);
+  const std::string method = settings_text(eval_protocol(r.protocol), r.settings);
   if (aid.empty()) return method;
   return method == "-" ? aid : method + ", " + aid;
 }
@@ -43,7 +43,7 @@ double bits_per_byte(double bits_per_token, double bytes_per_token) {
 nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapOptions& bootstrap,
                                double bytes_per_token) {
   const auto ci = mean_nll_interval(e, bootstrap);
-  nlohmann::json row = {{"method", e.method},
+  nlohmann::json row = {{"method", e.protocol},
                         {"length", e.length},
                         {"window", longest_window(e)},
                         {"tokens", e.tokens},
@@ -67,14 +67,14 @@ nlohmann::json summary_to_json(const EvalResult& e, bool chars, const BootstrapO
     row["aid"] = to_string(e.aid);
     row["aid_factor"] = e.aid_factor;
   }
-  row.update(settings_to_json(eval_protocol(e.method), e.settings));
+  row.update(settings_to_json(eval_protocol(e.protocol), e.settings));
   return row;
 }
 
 std::string short_window_note(const EvalResult& e) {
   const int64_t longest = longest_window(e);
   if (e.tokens == 0 || longest >= e.length) return "";
-  const EvalProtocol& protocol = eval_protocol(e.method);
+  const EvalProtocol& protocol = eval_protocol(e.protocol);
   const std::string what = protocol.unit;
   return fmt::format(
       "length {}: only {} tokens were scored (the split, or --max-tokens, is shorter than "
@@ -118,7 +118,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
   }
   return {{"run", r.run},
           {"split", r.split},
-          {"method", r.results.empty() ? "" : r.results.front().method},
+          {"method", r.results.empty() ? "" : r.results.front().protocol},
           {"encoding", r.encoding},
           {"tokenizer", r.tokenizer},
           {"train_length", r.train_length},
@@ -150,7 +150,7 @@ std::string format_report_table(const EvalReport& r) {
     if (!short_window_note(e).empty()) mark += " !";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
     out += fmt::format(
-        "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length, e.method,
+        "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10.4f} {:>10.3f} {:>20}{}{}{}\n", e.length, e.protocol,
         method_setting(e), e.tokens, e.window_nll.size(), e.mean_nll(), e.ppl(),
         format_interval(mean_nll_interval(e, r.bootstrap)),
         (chars ? fmt::format(" {:>7.4f}", e.bpc()) : "") +
@@ -170,7 +170,7 @@ std::string format_report_table(const EvalReport& r) {
     if (!note.empty()) out += "! " + note + "\n";
   }
   if (r.per_position && !r.results.empty()) {
-    out += per_position_heading(r.results.front().method);
+    out += per_position_heading(r.results.front().protocol);
     for (const auto& e : r.results) out += format_per_position(e) + "\n";
   }
   return out;

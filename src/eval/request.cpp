@@ -9,7 +9,7 @@ namespace txl {
 EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t batch_tokens,
                               int64_t train_len) {
   EvalRequest r;
-  r.method = s.method;
+  r.protocol = s.protocol;
   r.length = length;
   r.settings = s.protocol_settings;
   r.settings = resolved_settings(r);

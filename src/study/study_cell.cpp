@@ -128,7 +128,7 @@ LengthResult evaluate_length(const StudyCell& cell, const LoadedRun& run,
                              int64_t length) {
   const auto request = make_eval_request(protocol.settings, length, run.config.eval.batch_tokens,
                                          training_length(run.config));
-  const std::string reason = protocol_unavailable(run.config.model, request);
+  const std::string reason = request_unavailable(run.config.model, request);
   if (!reason.empty()) return {json{{"length", length}, {"skipped", reason}}};
   try {
     check_eval_request(run.model, request);

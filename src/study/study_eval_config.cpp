@@ -135,7 +135,7 @@ void read_eval_keys(const json& j, const std::string& where, StudyEval& e) {
     check_list(j["methods"], where + ".methods");
     for (const auto& m : j["methods"]) {
       const std::string name = read_string(m, where + ".methods");
-      parse_eval_method(name, where + ".methods");
+      parse_protocol_name(name, where + ".methods");
       e.methods.push_back(name);
     }
   }
@@ -230,7 +230,7 @@ void check_method_settings(const StudyEval& e, const std::string& where) {
     const EvalProtocol& protocol = eval_protocol(name);
     for (const auto& settings : setting_combinations(protocol, e)) {
       EvalRequest r;
-      r.method = name;
+      r.protocol = name;
       r.length = e.lengths.front();
       r.settings = settings;
       check_request_settings(r, study_namer(protocol, where), /*accept_unset=*/true);
@@ -277,7 +277,7 @@ std::vector<StudyProtocol> make_protocols(const StudyEval& e, const std::string&
       const EvalProtocol& protocol = eval_protocol(method_name);
       for (const auto& settings : setting_combinations(protocol, e)) {
         StudyProtocol p;
-        p.settings.method = method_name;
+        p.settings.protocol = method_name;
         p.settings.protocol_settings = settings;
         p.settings.max_tokens = e.max_tokens;
         p.settings.aid = aid;

@@ -189,11 +189,11 @@ std::vector<EvalRequest> bench_requests(const BenchModel& b, bool all_protocols)
     EvalSettings s;
     const TrainingFit fit = protocol.as_trained(tc, r.mem_len > 0, s.protocol_settings);
     if (fit == TrainingFit::kNotUsed || (!all_protocols && fit != TrainingFit::kOwn)) continue;
-    s.method = protocol.name;
+    s.protocol = protocol.name;
     s.precision = tc.precision;
     const EvalRequest request =
         make_eval_request(s, r.query_len, r.batch * r.query_len, training_length(b.config));
-    if (!protocol_unavailable(b.config.model, request).empty()) continue;
+    if (!request_unavailable(b.config.model, request).empty()) continue;
     out.push_back(request);
   }
   return out;
@@ -241,7 +241,7 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
     const double train_rate = r.median_step_tokens_per_s();
     for (size_t p = 0; p < b->eval_requests.size(); ++p) {
       const EvalRequest& request = b->eval_requests[p];
-      const EvalProtocol& protocol = eval_protocol(request.method);
+      const EvalProtocol& protocol = eval_protocol(request.protocol);
       EvalRate rate;
       rate.method = protocol.name;
       rate.setting = settings_text(protocol, request.settings);
@@ -254,7 +254,7 @@ void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions
     }
     // The figures of the run's own protocol, per pass.
     const auto own = bench_requests(*b, /*all_protocols=*/false);
-    r.primary_method = own.empty() ? "" : own.front().method;
+    r.primary_method = own.empty() ? "" : own.front().protocol;
     for (size_t p = 0; p < r.eval_rates.size(); ++p) {
       const EvalRate& rate = r.eval_rates[p];
       if (rate.method != r.primary_method) continue;

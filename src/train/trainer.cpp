@@ -377,7 +377,7 @@ void validate_and_checkpoint(TrainRun& run) {
                       {"valid_ppl", result.ppl()},
                       {"valid_nll", result.mean_nll()},
                       {"valid_tokens", result.tokens},
-                      {"method", result.method}});
+                      {"method", result.protocol}});
   if (best) save_run(run, run.paths.best_checkpoint());
   save_run(run, run.paths.last_checkpoint());
 }

@@ -34,7 +34,7 @@ TransformerLM make_model() {
 
 EvalRequest request(const std::string& method, int64_t length) {
   EvalRequest r;
-  r.method = method;
+  r.protocol = method;
   r.length = length;
   r.batch_tokens = 32;  // two windows of 16 per pass
   r.settings.set("stride", 4);

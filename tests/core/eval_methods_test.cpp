@@ -92,7 +92,7 @@ TEST(EvalMethods, SlidingStrideOneScoresEachTokenWithExactlyLMinusOneTokensOfCon
     auto model = make_model(encoding);
     const int64_t len = 6;
     EvalRequest r;
-    r.method = "sliding";
+    r.protocol = "sliding";
     r.length = len;
     r.settings.set("stride", 1);
     const auto result = evaluate(model, ids, r);
@@ -113,7 +113,7 @@ TEST(EvalMethods, SlidingWithStrideScoresEachTargetOnceInItsWindow) {
   auto model = make_model(PosEncoding::kAbsolute);
   const int64_t len = 8, stride = 3, n_targets = kTokens - 1;
   EvalRequest r;
-  r.method = "sliding";
+  r.protocol = "sliding";
   r.length = len;
   r.settings.set("stride", stride);
   const auto result = evaluate(model, ids, r);
@@ -141,7 +141,7 @@ TEST(EvalMethods, MemoryWithMemLenCoveringTheCorpusEqualsOneFullContextPass) {
   for (auto encoding : kWithMemory) {
     auto model = make_model(encoding);
     EvalRequest r;
-    r.method = "memory";
+    r.protocol = "memory";
     r.length = 7;
     r.settings.set("mem_len", kTokens);
     r.settings.set("streams", 1);
@@ -162,7 +162,7 @@ TEST(EvalMethods, MemoryWithSeveralStreamsScoresEveryTokenOnceEachStreamAsIfAlon
   const auto ids = random_ids(kTokens, 5);
   auto model = make_model(PosEncoding::kRelative);
   EvalRequest r;
-  r.method = "memory";
+  r.protocol = "memory";
   r.length = 5;
   r.settings.set("mem_len", kTokens);
   r.settings.set("streams", 3);
@@ -193,7 +193,7 @@ TEST(EvalMethods, MemoryLimitedToMemLenEqualsAPassOverThatContext) {
   TransformerLM model(cfg, kVocab);
   model->eval();
   EvalRequest r;
-  r.method = "memory";
+  r.protocol = "memory";
   r.length = 4;
   r.settings.set("mem_len", 4);
   r.settings.set("streams", 1);
@@ -212,7 +212,7 @@ TEST(EvalMethods, EveryMethodCountsItsTokensAndHonoursMaxTokens) {
   for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
     for (int64_t len : {1, 4, 9, 64}) {
       EvalRequest r;
-      r.method = method;
+      r.protocol = method;
       r.length = len;
       r.settings.set("mem_len", len);
       EXPECT_EQ(evaluate(model, ids, r).tokens, kTokens - 1) << method << " L=" << len;
@@ -254,7 +254,7 @@ TEST(EvalMethods, InvalidRequestsAreInputErrors) {
   r.length = 0;
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
   r.length = 8;
-  r.method = "sliding";
+  r.protocol = "sliding";
   r.settings.set("stride", 9);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
   r.settings.set("stride", -1);
@@ -262,7 +262,7 @@ TEST(EvalMethods, InvalidRequestsAreInputErrors) {
   r.settings.set("stride", 8);
   EXPECT_NO_THROW(evaluate(relative, ids, r));
   r = EvalRequest{};
-  r.method = "memory";
+  r.protocol = "memory";
   r.length = 8;
   try {
     evaluate(absolute, ids, r);
@@ -358,7 +358,7 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   const auto ids = random_ids(kTokens, 13);
   auto model = make_model(PosEncoding::kRelative);
   EvalRequest r;
-  r.method = "sliding";
+  r.protocol = "sliding";
   r.length = 8;
   r.position_buckets = 4;
   const auto result = evaluate(model, ids, r);
@@ -401,7 +401,7 @@ TEST(EvalCache, AnEditedOrInconsistentEntryIsAMissNamingTheDamage) {
   const auto ids = random_ids(kTokens, 17);
   auto model = make_model(PosEncoding::kRelative);
   EvalRequest r;
-  r.method = "nonoverlap";
+  r.protocol = "nonoverlap";
   r.length = 8;
   r.position_buckets = 4;
   const auto result = evaluate(model, ids, r);

@@ -27,7 +27,7 @@ TEST(EvalShards, ShardsAddUpToTheWholeEvaluationForEveryMethod) {
   const auto ids = split(211);  // 210 targets: 4 streams of 52, the last one 54
   for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
     EvalRequest r;
-    r.method = method;
+    r.protocol = method;
     r.length = 16;
     r.settings.set("mem_len", 16);
     r.settings.set("streams", 4);

@@ -20,7 +20,7 @@ namespace {
 
 EvalRequest request_for(const std::string& method, int64_t length) {
   EvalRequest r;
-  r.method = method;
+  r.protocol = method;
   r.length = length;
   r.batch_tokens = 24;
   r.settings.set("stride", 3);
@@ -34,7 +34,7 @@ TEST(Protocols, EveryRegisteredProtocolHasEveryPiece) {
   for (const auto& p : eval_protocols()) {
     SCOPED_TRACE(p.name);
     EXPECT_EQ(&eval_protocol(p.name), &p);
-    EXPECT_EQ(parse_eval_method(p.name), p.name);
+    EXPECT_EQ(parse_protocol_name(p.name), p.name);
     for (const char* text : {p.name, p.description, p.cost, p.unit, p.position_note})
       ASSERT_NE(text, nullptr);
     EXPECT_GT(std::string(p.description).size(), 10u);
@@ -53,7 +53,7 @@ TEST(Protocols, EveryRegisteredProtocolHasEveryPiece) {
     add_settings_to_key(p, resolved_settings(r), key);
     for (const auto& s : p.settings) EXPECT_EQ(key.contains(s.name), !s.is_switch) << s.name;
     EvalResult result;
-    result.method = p.name;
+    result.protocol = p.name;
     EXPECT_FALSE(settings_text(p, result.settings).empty());
   }
 }
@@ -104,7 +104,7 @@ TEST(Protocols, TheEstimateBoundsEveryPassThePlanMakes) {
 
 TEST(Protocols, UnknownNamesNameTheKeyPathAndListTheProtocols) {
   try {
-    parse_eval_method("slidng", "study.eval.methods");
+    parse_protocol_name("slidng", "study.eval.methods");
     FAIL() << "an unknown protocol must be refused";
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -120,12 +120,12 @@ TEST(Protocols, ApplicabilityIsAskedInOnePlace) {
   ModelConfig relative;
   relative.pos_encoding = PosEncoding::kRelative;
   for (const auto& p : eval_protocols()) {
-    EXPECT_EQ(method_unavailable(absolute, p.name).empty(), !p.needs_memory) << p.name;
-    EXPECT_EQ(method_unavailable(relative, p.name), "") << p.name;
+    EXPECT_EQ(protocol_inapplicable(absolute, p.name).empty(), !p.needs_memory) << p.name;
+    EXPECT_EQ(protocol_inapplicable(relative, p.name), "") << p.name;
   }
   auto r = request_for("nonoverlap", 8);
   r.aid = ExtrapolationAid::kYarn;
-  EXPECT_NE(protocol_unavailable(relative, r).find("yarn"), std::string::npos);
+  EXPECT_NE(request_unavailable(relative, r).find("yarn"), std::string::npos);
 }
 
 // The seam holds: a protocol, or one of its settings, is named as a string only in its own

@@ -142,7 +142,7 @@ TEST_P(SameLength, MemoryProtocolEqualsOneWindowedPass) {
   const auto ids_t = torch::randint(kVocab, {40}, torch::kInt);
   const std::vector<int32_t> ids(ids_t.data_ptr<int32_t>(), ids_t.data_ptr<int32_t>() + 40);
   EvalRequest r;
-  r.method = "memory";
+  r.protocol = "memory";
   r.length = 5;
   r.settings.set("mem_len", 6);
   r.settings.set("streams", 1);
@@ -166,7 +166,7 @@ TEST(SameLengthRequest, NeedsMemoryAndTheMemoryProtocol) {
   torch::manual_seed(1);
   TransformerLM model(tiny_model(PosEncoding::kRelative), kVocab);
   EvalRequest r;
-  r.method = "memory";
+  r.protocol = "memory";
   r.length = 4;
   r.settings.set("mem_len", 0);
   r.settings.set("same_length", true);

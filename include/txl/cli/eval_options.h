@@ -20,7 +20,7 @@ namespace txl {
 struct EvalCliOptions {
   std::string split;                   // empty: the run's eval.split
   std::optional<std::string> lengths;  // unset: the run's eval.lengths ("" is refused)
-  std::string method = default_eval_method();
+  std::string method = default_protocol_name();
   std::string checkpoint = "best";
   std::string precision = "fp32";
   std::string device = "cpu";

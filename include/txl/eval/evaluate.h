@@ -46,13 +46,13 @@ class EvalModeGuard {
 };
 
 // The protocol evaluation uses unless told otherwise: the registry's first (nonoverlap).
-std::string default_eval_method();
+std::string default_protocol_name();
 // The name of a registered protocol (protocol.h), or InputError naming `key_path` (the flag,
 // or a study config's key) and the valid names.
-std::string parse_eval_method(const std::string& name, const std::string& key_path = "--method");
+std::string parse_protocol_name(const std::string& name, const std::string& key_path = "--method");
 
 struct EvalRequest {
-  std::string method = default_eval_method();  // a registered protocol's name (protocol.h)
+  std::string protocol = default_protocol_name();  // a registered protocol's name (protocol.h)
   int64_t length = 128;  // L: window (nonoverlap, sliding) or segment (memory) length
   // The protocol's own settings (stride; mem_len, streams, same_length): what is absent takes
   // the protocol's default (resolved_settings, protocol.h).
@@ -80,7 +80,7 @@ int64_t training_length(const Config& config);
 std::string aid_label(ExtrapolationAid aid, double factor);
 
 struct EvalResult {
-  std::string method = default_eval_method();
+  std::string protocol = default_protocol_name();
   int64_t length = 0;
   ProtocolSettings settings;  // every setting of the protocol, as resolved for this length
   ExtrapolationAid aid = ExtrapolationAid::kNone;
@@ -123,7 +123,7 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress = {});
 
 // Checks a request against a model: positive length, the protocol applies to the model
-// (method_unavailable) and its own options hold (EvalProtocol::check), the aid and the
+// (protocol_inapplicable) and its own options hold (EvalProtocol::check), the aid and the
 // clamp apply to the encoding. InputError naming the option.
 void check_eval_request(const TransformerLM& model, const EvalRequest& request);
 

@@ -116,22 +116,22 @@ struct EvalProtocol {
 
 // Every protocol, in the order `txl protocols` lists them.
 const std::vector<EvalProtocol>& eval_protocols();
-// The registered protocol `name` (std::logic_error otherwise: names come from parse_eval_method).
+// The registered protocol `name` (std::logic_error otherwise: names come from parse_protocol_name).
 const EvalProtocol& eval_protocol(const std::string& name);
 std::vector<std::string> eval_protocol_names();
 
 // Why a protocol does not apply to a model with this config ("" when it does): one that
 // needs memory on an encoding that carries none.
-std::string method_unavailable(const ModelConfig& model, const std::string& method);
+std::string protocol_inapplicable(const ModelConfig& model, const std::string& name);
 
 // The protocol and settings a run's own validation evaluates with (TrainingFit::kOwn).
 EvalRequest as_trained_request(const Config& config, bool carries_memory);
 
 // Why `request` cannot be evaluated on a model with this config at all ("" when it can):
-// method_unavailable, an aid the encoding does not
+// protocol_inapplicable, an aid the encoding does not
 // have, a length past a learned table without the interpolate aid. The one place every
 // consumer (eval, compare, study) asks.
-std::string protocol_unavailable(const ModelConfig& model, const EvalRequest& request);
+std::string request_unavailable(const ModelConfig& model, const EvalRequest& request);
 
 // Shared by the protocols' plans: the block [first, end) of `count` units (windows or
 // streams) that the request's shard takes.

@@ -14,7 +14,7 @@ namespace txl {
 inline constexpr int64_t kPositionBuckets = 16;
 
 struct EvalSettings {
-  std::string method = default_eval_method();  // a registered protocol (protocol.h)
+  std::string protocol = default_protocol_name();  // a registered protocol (protocol.h)
   // The protocol's settings given (--stride, a study's mem_lens value, ...); the rest take
   // the protocol's defaults when a length resolves them.
   ProtocolSettings protocol_settings;

@@ -46,7 +46,7 @@ struct StudyProtocol {
 
 struct StudyEval {
   std::string split = "valid";
-  std::vector<std::string> methods = {default_eval_method()};
+  std::vector<std::string> methods = {default_protocol_name()};
   std::vector<int64_t> lengths;  // empty in the file: the base config's eval.lengths
   // The protocols' settings the section gives, by setting name (protocol.h: "stride": [0],
   // "mem_len": [-1, 64] from "mem_lens", a list making one protocol per value; a switch 0

@@ -15,7 +15,7 @@ namespace txl {
 namespace {
 
 int64_t setting(const EvalRequest& r, const char* name) {
-  return resolved_setting(eval_protocol(r.method), r.settings, name, r.length);
+  return resolved_setting(eval_protocol(r.protocol), r.settings, name, r.length);
 }
 
 int64_t stream_count(const EvalRequest& r, int64_t targets) {

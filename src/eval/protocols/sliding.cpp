@@ -15,7 +15,7 @@ namespace {
 // First window scored whole; the window ending at e scores targets [e - stride, e).
 std::vector<PassRow> sliding_windows(const EvalRequest& r, int64_t targets) {
   const int64_t len = r.length;
-  const int64_t stride = resolved_setting(eval_protocol(r.method), r.settings, "stride", len);
+  const int64_t stride = resolved_setting(eval_protocol(r.protocol), r.settings, "stride", len);
   const int64_t first = std::min(len, targets);
   std::vector<PassRow> windows{{0, first, 0}};
   for (int64_t end = first + stride; end - stride < targets; end += stride) {
