@@ -69,7 +69,8 @@ int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given)
 void setup_eval(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<EvalCommandOptions>();
   auto* cmd = app.add_subcommand("eval", "Perplexity of a trained run at several sequence lengths");
-  cmd->add_option("--run", o->run_dir, "Run directory written by txl train");
+  cmd->add_option("--run", o->run_dir,
+                  "Run directory written by txl train (required, but with --merge)");
   add_eval_options(cmd, *o,
                    {"the run's", "the run's",
                     "Evaluate again even when RUN/eval-cache holds the result (and refresh it)",
