@@ -1,13 +1,16 @@
 // txl eval --run DIR [--split valid|test] [--lengths 64,128] [--method M] [--json FILE] ...
+//          --run DIR --probes P --shard K/N --json FILE | --merge FILES [--json FILE]
 #include <spdlog/fmt/fmt.h>
 
 #include <memory>
 
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
+#include "txl/cli/eval_shards.h"
 #include "txl/eval/run_eval.h"
 #include "txl/platform/runtime.h"
 #include "txl/probe/run_probes.h"
+#include "txl/util/error.h"
 
 namespace txl {
 
@@ -15,9 +18,18 @@ namespace {
 
 struct EvalCommandOptions : EvalCliOptions {
   std::string run_dir;
+  std::optional<std::string> shard;  // --shard K/N: the probes' shard K of N (eval_shards.h)
+  std::vector<std::string> merge;    // --merge FILES: shard files to merge
 };
 
-int run_eval(const EvalCommandOptions& o) {
+// `given`: the option names on the command line (what --shard and --merge refuse).
+int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given) {
+  if (!o.merge.empty()) return run_probe_merge(o.merge, o.json_path, given);
+  if (o.run_dir.empty())
+    throw InputError(
+        "txl eval needs --run DIR (the run to evaluate), or --merge FILES (probe "
+        "shard files to merge)");
+  if (o.shard) return run_probe_shard(o, o.run_dir, *o.shard, given);
   // Every option before any work, so bad input writes nothing.
   const EvalPlan plan = check_eval_options(o);
   const ProbeRequest probe_request =
@@ -57,14 +69,27 @@ int run_eval(const EvalCommandOptions& o) {
 void setup_eval(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<EvalCommandOptions>();
   auto* cmd = app.add_subcommand("eval", "Perplexity of a trained run at several sequence lengths");
-  cmd->add_option("--run", o->run_dir, "Run directory written by txl train")->required();
+  cmd->add_option("--run", o->run_dir,
+                  "Run directory written by txl train (required, but with --merge)");
   add_eval_options(cmd, *o,
                    {"the run's", "the run's",
                     "Evaluate again even when RUN/eval-cache holds the result (and refresh it)",
                     "Also write the results as JSON to this file"});
+  cmd->add_option("--shard", o->shard,
+                  "K/N: score only shard K of N of the probes' windows (0 <= K < N <= 4096) and "
+                  "write them with --json for --merge; no perplexity table");
+  cmd->add_option("--merge", o->merge,
+                  "Shard files (--shard K/N --json FILE), every shard once: print and write "
+                  "(--json) the probes as one process would");
   cmd->callback([o, cmd, &exit_code] {
     refuse_empty_values(*cmd);
-    exit_code = run_eval(*o);
+    std::vector<std::string> given;
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() > 0) given.push_back(option->get_name());
+    }
+    if (!o->merge.empty() && !o->run_dir.empty())
+      throw InputError("--merge takes the shard files' run; leave --run " + o->run_dir + " out");
+    exit_code = run_eval(*o, given);
   });
 }
 

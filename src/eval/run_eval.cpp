@@ -57,4 +57,17 @@ RunEvalOutcome evaluate_run(const RunEvalOptions& o) {
   return out;
 }
 
+void run_extension_alone(const RunEvalOptions& o) {
+  auto run = load_run(o.run_dir, o.checkpoint, o.device);
+  const std::string split = o.split.empty() ? run.config.eval.split : o.split;
+  const auto lengths = o.lengths.empty() ? run.config.eval.lengths : o.lengths;
+  EncodeStats stats;
+  TokenCacheWrites cache_writes;  // kept until the checks below pass
+  const auto ids = load_split(run.config.data.dir, split, run.vocab, &stats, &cache_writes);
+  const LoadedEval loaded{run, ids, lengths};
+  if (o.extension.check) o.extension.check(loaded);
+  cache_writes.commit();
+  if (o.extension.run) o.extension.run(loaded);
+}
+
 }  // namespace txl

@@ -61,9 +61,9 @@ std::vector<int64_t> context_grid(int64_t first, int64_t step, int64_t last) {
   return grid;
 }
 
-ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<int32_t>& ids,
-                                        const ContextLossRequest& request,
-                                        const std::string& name) {
+nlohmann::json score_context_losses_shard(TransformerLM& model, const std::vector<int32_t>& ids,
+                                          const ContextLossRequest& request,
+                                          const ProbeShard& shard) {
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t longest = request.contexts.back();
   if (longest >= n) {
@@ -72,28 +72,57 @@ ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<
                     "split ({} tokens)",
                     longest, n));
   }
+  SplitMix64 rng(request.seed);
+  const auto targets = draw_positions(rng, request.targets, longest, n);
+  std::vector<WindowGroup> groups;  // per context c: a window of c + 1 tokens per target
+  for (const int64_t c : request.contexts) groups.push_back({request.targets, c + 1});
+  const auto blocks = shard_windows(groups, request.scoring.batch_tokens, shard);
+  double total = 0, done = 0;  // tokens this shard forwards
+  for (size_t g = 0; g < groups.size(); ++g)
+    total += double(blocks[g].second - blocks[g].first) * double(groups[g].length);
+  nlohmann::json pieces = nlohmann::json::array();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const int64_t c = request.contexts[g];
+    const auto [first, end] = blocks[g];
+    if (first == end) continue;
+    std::vector<std::vector<int32_t>> windows;
+    for (int64_t j = first; j < end; ++j) {
+      const int64_t t = targets[size_t(j)];
+      windows.emplace_back(ids.begin() + (t - c), ids.begin() + t + 1);
+    }
+    nlohmann::json losses = nlohmann::json::array();
+    for (const auto& w : score_windows(model, windows, 1, request.scoring).nll)
+      losses.push_back(w.front());
+    pieces.push_back(shard_piece(g, first, end, std::move(losses)));
+    done += double(end - first) * double(c + 1);
+    if (request.progress) request.progress(done / total);
+  }
+  return {{"targets", targets}, {"pieces", pieces}};
+}
+
+ContextLossTable finish_context_losses(const std::vector<nlohmann::json>& partials,
+                                       const ContextLossRequest& request, const std::string& name) {
   ContextLossTable table;
   table.models = {name};
   table.contexts = request.contexts;
   table.seed = request.seed;
-  SplitMix64 rng(request.seed);
-  table.targets = draw_positions(rng, request.targets, longest, n);
+  table.targets = common_field(partials, "targets", "recl").get<std::vector<int64_t>>();
+  const auto losses = gather_pieces(
+      partials, std::vector<int64_t>(request.contexts.size(), request.targets), "recl");
   table.losses.assign(1, {});
-  double total = 0, done = 0;  // tokens forwarded: sum of the grid's c
-  for (const int64_t c : table.contexts) total += static_cast<double>(c);
-  for (const int64_t c : table.contexts) {
-    std::vector<std::vector<int32_t>> windows;
-    for (const int64_t t : table.targets)
-      windows.emplace_back(ids.begin() + (t - c), ids.begin() + t + 1);
-    const auto scored = score_windows(model, windows, 1, request.scoring);
-    std::vector<double> row;
-    for (const auto& w : scored.nll) row.push_back(w.front());
-    table.losses[0].push_back(std::move(row));
-    done += static_cast<double>(c);
-    if (request.progress) request.progress(done / total);
+  for (const auto& row : losses) {
+    table.losses[0].emplace_back();
+    for (const auto& loss : row) table.losses[0].back().push_back(loss.get<double>());
   }
   check_loss_table(table);
   return table;
+}
+
+ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<int32_t>& ids,
+                                        const ContextLossRequest& request,
+                                        const std::string& name) {
+  return finish_context_losses({score_context_losses_shard(model, ids, request, {})}, request,
+                               name);
 }
 
 }  // namespace txl

@@ -49,59 +49,74 @@ std::vector<CopyInstance> build_copy_instances(const std::vector<int32_t>& ids, 
   return out;
 }
 
-namespace {
-
-// Mean NLL per token of each window's last `span` targets.
-std::vector<double> span_losses(TransformerLM& model, const std::vector<std::vector<int32_t>>& w,
-                                int64_t span, const ProbeScoreOptions& scoring) {
-  const auto scored = score_windows(model, w, span, scoring);
-  std::vector<double> out;
-  for (const auto& row : scored.nll) out.push_back(mean_of(row));
-  return out;
+nlohmann::json score_copy_shard(TransformerLM& model, const std::vector<int32_t>& ids,
+                                const CopyProbeOptions& options, const ProbeShard& shard) {
+  std::vector<WindowGroup> groups;  // per distance: its repeated, then its control windows
+  for (const int64_t d : options.distances) {
+    for (int kind = 0; kind < 2; ++kind) groups.push_back({options.count, 2 * options.span + d});
+  }
+  const auto blocks = shard_windows(groups, options.scoring.batch_tokens, shard);
+  double total = 0, done = 0;  // tokens this shard forwards
+  for (size_t g = 0; g < groups.size(); ++g)
+    total += double(blocks[g].second - blocks[g].first) * double(groups[g].length);
+  nlohmann::json pieces = nlohmann::json::array();
+  for (size_t i = 0; i < options.distances.size(); ++i) {
+    const auto& rep = blocks[2 * i];
+    const auto& ctl = blocks[2 * i + 1];
+    if (rep.first == rep.second && ctl.first == ctl.second) continue;
+    const auto instances =
+        build_copy_instances(ids, options.span, options.distances[i], options.count, options.seed);
+    for (int kind = 0; kind < 2; ++kind) {
+      const auto [first, end] = blocks[2 * i + size_t(kind)];
+      if (first == end) continue;
+      std::vector<std::vector<int32_t>> windows;
+      for (int64_t k = first; k < end; ++k) {
+        const auto& inst = instances[size_t(k)];
+        windows.push_back(kind == 0 ? inst.repeated : inst.control);
+      }
+      // Progress inside the block too (a distance of 200,000 tokens is one long pass).
+      const double share = double(end - first) * double(groups[2 * i].length);
+      ProbeScoreOptions scoring = options.scoring;
+      if (options.progress)
+        scoring.progress = [&](double f) { options.progress((done + f * share) / total); };
+      nlohmann::json records = nlohmann::json::array();
+      for (const auto& row : score_windows(model, windows, options.span, scoring).nll)
+        records.push_back(mean_of(row));  // mean NLL per token of the final A
+      pieces.push_back(shard_piece(2 * i + size_t(kind), first, end, std::move(records)));
+      done += share;
+      if (options.progress) options.progress(done / total);
+    }
+  }
+  return {{"pieces", pieces}};
 }
 
-}  // namespace
-
-CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>& ids,
-                               const CopyProbeOptions& options) {
+CopyProbeResult finish_copy_probe(const std::vector<nlohmann::json>& partials,
+                                  const CopyProbeOptions& options) {
+  const std::vector<int64_t> sizes(2 * options.distances.size(), options.count);
+  const auto records = gather_pieces(partials, sizes, "copy");
   CopyProbeResult result;
   result.span = options.span;
   result.seed = options.seed;
-  double total = 0, done = 0;  // tokens forwarded: 2 n + d per window
-  for (const int64_t d : options.distances) total += static_cast<double>(2 * options.span + d);
-  for (const int64_t d : options.distances) {
-    const auto instances = build_copy_instances(ids, options.span, d, options.count, options.seed);
-    std::vector<std::vector<int32_t>> repeated, control;
-    for (const auto& inst : instances) {
-      repeated.push_back(inst.repeated);
-      control.push_back(inst.control);
-    }
-    // Progress inside the distance too: the repeated windows are its first half, the controls
-    // its second (a distance of 200,000 tokens is one long pass per window).
-    const double share = static_cast<double>(2 * options.span + d);
-    ProbeScoreOptions scoring = options.scoring;
-    double half = 0;
-    if (options.progress)
-      scoring.progress = [&](double f) {
-        options.progress((done + (half + f) / 2 * share) / total);
-      };
-    const auto with_copy = span_losses(model, repeated, options.span, scoring);
-    half = 1;
-    const auto without = span_losses(model, control, options.span, scoring);
-    std::vector<double> gains;
-    for (size_t i = 0; i < with_copy.size(); ++i) gains.push_back(without[i] - with_copy[i]);
+  for (size_t i = 0; i < options.distances.size(); ++i) {
+    std::vector<double> with_copy, without, gains;
+    for (const auto& r : records[2 * i]) with_copy.push_back(r.get<double>());
+    for (const auto& r : records[2 * i + 1]) without.push_back(r.get<double>());
+    for (size_t k = 0; k < with_copy.size(); ++k) gains.push_back(without[k] - with_copy[k]);
     CopyDistanceRow row;
-    row.distance = d;
-    row.instances = static_cast<int64_t>(instances.size());
+    row.distance = options.distances[i];
+    row.instances = options.count;
     row.nll_repeated = mean_of(with_copy);
     row.nll_control = mean_of(without);
     row.gain = mean_of(gains);
     row.gain_interval = mean_interval(gains);
     result.rows.push_back(row);
-    done += share;
-    if (options.progress) options.progress(done / total);
   }
   return result;
+}
+
+CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>& ids,
+                               const CopyProbeOptions& options) {
+  return finish_copy_probe({score_copy_shard(model, ids, options, {})}, options);
 }
 
 nlohmann::json to_json(const CopyProbeResult& result) {

@@ -23,7 +23,8 @@ ProbeValues attention_defaults(const ProbeSubject& subject) {
   return v;
 }
 
-AttentionStatsRequest attention_request(const ProbeSubject& subject, const ProbeValues& v) {
+// The request as the values give it; scoring settings come from the subject (attention_score).
+AttentionStatsRequest attention_request(const ProbeValues& v) {
   AttentionStatsRequest r;
   r.lengths = v.integers("lengths");
   r.windows = v.integer("windows");
@@ -31,13 +32,11 @@ AttentionStatsRequest attention_request(const ProbeSubject& subject, const Probe
   const int64_t longest = *std::max_element(r.lengths.begin(), r.lengths.end());
   r.buckets.width = std::max<int64_t>(1, (longest + kProfileBuckets - 1) / kProfileBuckets);
   r.buckets.count = (longest + r.buckets.width - 1) / r.buckets.width;
-  r.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  r.scoring.precision = subject.precision;
   return r;
 }
 
 void attention_check(const ProbeSubject& subject, const ProbeValues& v) {
-  const auto r = attention_request(subject, v);
+  const auto r = attention_request(v);
   const int64_t longest = *std::max_element(r.lengths.begin(), r.lengths.end());
   check_window_fits(subject, longest, "attention.lengths");
   if (longest + 1 > static_cast<int64_t>(subject.ids->size())) {
@@ -46,9 +45,9 @@ void attention_check(const ProbeSubject& subject, const ProbeValues& v) {
   }
 }
 
-ProbeWorkload attention_workload(const ProbeSubject& subject, const ProbeValues& v) {
+ProbeWorkload attention_workload(const ProbeSubject& /*subject*/, const ProbeValues& v) {
   // One length at a time: `windows` windows of L + 1 tokens.
-  const auto r = attention_request(subject, v);
+  const auto r = attention_request(v);
   ProbeWorkload w;
   w.window = *std::max_element(r.lengths.begin(), r.lengths.end()) + 1;
   w.windows = r.windows;
@@ -82,11 +81,17 @@ void add_profile(const AttentionStatsAtLength& at, std::vector<ProbeMetric>& met
   }
 }
 
-ProbeRun attention_run(const ProbeSubject& subject, const ProbeValues& v,
-                       const ProbeProgressFn& progress) {
-  auto request = attention_request(subject, v);
+nlohmann::json attention_score(const ProbeSubject& subject, const ProbeValues& v,
+                               const ProbeShard& shard, const ProbeProgressFn& progress) {
+  auto request = attention_request(v);
+  request.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  request.scoring.precision = subject.precision;
   request.progress = progress;
-  const auto r = measure_attention_stats(*subject.model, *subject.ids, request);
+  return score_attention_shard(*subject.model, *subject.ids, request, shard);
+}
+
+ProbeRun attention_finish(const std::vector<nlohmann::json>& partials, const ProbeValues& v) {
+  const auto r = finish_attention_stats(partials, attention_request(v));
   ProbeRun out;
   out.detail = to_json(r);
   const size_t layers = r.lengths.empty() ? 0 : r.lengths.front().heads.size();
@@ -125,7 +130,8 @@ Probe attention_probe() {
   p.defaults = attention_defaults;
   p.check = attention_check;
   p.workload = attention_workload;
-  p.run = attention_run;
+  p.score = attention_score;
+  p.finish = attention_finish;
   p.group = nullptr;
   return p;
 }

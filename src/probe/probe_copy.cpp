@@ -22,28 +22,27 @@ ProbeValues copy_defaults(const ProbeSubject& subject) {
   return v;
 }
 
-CopyProbeOptions copy_options(const ProbeSubject& subject, const ProbeValues& v) {
+// The options as the values give them; scoring settings come from the subject (copy_score).
+CopyProbeOptions copy_options(const ProbeValues& v) {
   CopyProbeOptions o;
   o.span = v.integer("span");
   o.distances = v.integers("distances");
   o.count = v.integer("count");
   o.seed = v.seed;
-  o.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  o.scoring.precision = subject.precision;
   return o;
 }
 
 void copy_check(const ProbeSubject& subject, const ProbeValues& v) {
-  const auto o = copy_options(subject, v);
+  const auto o = copy_options(v);
   const int64_t longest = *std::max_element(o.distances.begin(), o.distances.end());
   check_window_fits(subject, 2 * o.span + longest, "copy.distances with copy.span");
   build_copy_instances(*subject.ids, o.span, longest, 1, o.seed);  // the split is long enough
 }
 
-ProbeWorkload copy_workload(const ProbeSubject& subject, const ProbeValues& v) {
+ProbeWorkload copy_workload(const ProbeSubject& /*subject*/, const ProbeValues& v) {
   // One distance at a time: its instances (a repeated and a control window each) and the
   // copies of those windows handed to scoring.
-  const auto o = copy_options(subject, v);
+  const auto o = copy_options(v);
   const int64_t longest = *std::max_element(o.distances.begin(), o.distances.end());
   ProbeWorkload w;
   w.window = 2 * o.span + longest;
@@ -53,11 +52,17 @@ ProbeWorkload copy_workload(const ProbeSubject& subject, const ProbeValues& v) {
   return w;
 }
 
-ProbeRun copy_run(const ProbeSubject& subject, const ProbeValues& v,
-                  const ProbeProgressFn& progress) {
-  auto options = copy_options(subject, v);
+nlohmann::json copy_score(const ProbeSubject& subject, const ProbeValues& v,
+                          const ProbeShard& shard, const ProbeProgressFn& progress) {
+  auto options = copy_options(v);
+  options.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  options.scoring.precision = subject.precision;
   options.progress = progress;
-  const CopyProbeResult r = run_copy_probe(*subject.model, *subject.ids, options);
+  return score_copy_shard(*subject.model, *subject.ids, options, shard);
+}
+
+ProbeRun copy_finish(const std::vector<nlohmann::json>& partials, const ProbeValues& v) {
+  const CopyProbeResult r = finish_copy_probe(partials, copy_options(v));
   ProbeRun out;
   out.detail = to_json(r);
   for (const auto& row : r.rows) {
@@ -94,7 +99,8 @@ Probe copy_probe() {
   p.defaults = copy_defaults;
   p.check = copy_check;
   p.workload = copy_workload;
-  p.run = copy_run;
+  p.score = copy_score;
+  p.finish = copy_finish;
   p.group = nullptr;
   return p;
 }

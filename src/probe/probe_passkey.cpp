@@ -28,7 +28,8 @@ ProbeValues passkey_defaults(const ProbeSubject& subject) {
   return v;
 }
 
-PasskeyProbeOptions passkey_options(const ProbeSubject& subject, const ProbeValues& v) {
+// The options as the values give them; scoring settings come from the subject (passkey_score).
+PasskeyProbeOptions passkey_options(const ProbeValues& v) {
   PasskeyProbeOptions o;
   o.lengths = v.integers("lengths");
   o.depths = v.numbers("depths");
@@ -36,8 +37,6 @@ PasskeyProbeOptions passkey_options(const ProbeSubject& subject, const ProbeValu
   o.key_len = v.integer("key_len");
   o.cue_len = v.integer("cue_len");
   o.seed = v.seed;
-  o.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  o.scoring.precision = subject.precision;
   return o;
 }
 
@@ -48,7 +47,7 @@ std::vector<int32_t> candidates(const ProbeSubject& subject) {
 }
 
 void passkey_check(const ProbeSubject& subject, const ProbeValues& v) {
-  const auto o = passkey_options(subject, v);
+  const auto o = passkey_options(v);
   check_window_fits(subject, *std::max_element(o.lengths.begin(), o.lengths.end()),
                     "passkey.lengths");
   auto one = o;  // every window can be built: one trial per cell shows it, without holding them all
@@ -56,9 +55,9 @@ void passkey_check(const ProbeSubject& subject, const ProbeValues& v) {
   build_passkey_instances(*subject.ids, candidates(subject), one);
 }
 
-ProbeWorkload passkey_workload(const ProbeSubject& subject, const ProbeValues& v) {
+ProbeWorkload passkey_workload(const ProbeSubject& /*subject*/, const ProbeValues& v) {
   // Every instance is built before the first cell is scored; a cell's trials are scored together.
-  const auto o = passkey_options(subject, v);
+  const auto o = passkey_options(v);
   double tokens = 0;
   for (const int64_t length : o.lengths) tokens += double(length);
   const int64_t longest = *std::max_element(o.lengths.begin(), o.lengths.end());
@@ -71,11 +70,17 @@ ProbeWorkload passkey_workload(const ProbeSubject& subject, const ProbeValues& v
   return w;
 }
 
-ProbeRun passkey_run(const ProbeSubject& subject, const ProbeValues& v,
-                     const ProbeProgressFn& progress) {
-  auto options = passkey_options(subject, v);
+nlohmann::json passkey_score(const ProbeSubject& subject, const ProbeValues& v,
+                             const ProbeShard& shard, const ProbeProgressFn& progress) {
+  auto options = passkey_options(v);
+  options.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  options.scoring.precision = subject.precision;
   options.progress = progress;
-  const auto r = run_passkey_probe(*subject.model, *subject.ids, candidates(subject), options);
+  return score_passkey_shard(*subject.model, *subject.ids, candidates(subject), options, shard);
+}
+
+ProbeRun passkey_finish(const std::vector<nlohmann::json>& partials, const ProbeValues& v) {
+  const auto r = finish_passkey_probe(partials, passkey_options(v));
   ProbeRun out;
   out.detail = to_json(r);
   for (const auto& c : r.cells) {
@@ -119,7 +124,8 @@ Probe passkey_probe() {
   p.defaults = passkey_defaults;
   p.check = passkey_check;
   p.workload = passkey_workload;
-  p.run = passkey_run;
+  p.score = passkey_score;
+  p.finish = passkey_finish;
   p.group = nullptr;
   return p;
 }

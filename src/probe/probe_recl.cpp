@@ -27,13 +27,12 @@ ProbeValues recl_defaults(const ProbeSubject& subject) {
   return v;
 }
 
-ContextLossRequest loss_request(const ProbeSubject& subject, const ProbeValues& v) {
+// The request as the values give it; scoring settings come from the subject (recl_score).
+ContextLossRequest loss_request(const ProbeValues& v) {
   ContextLossRequest r;
   r.contexts = context_grid(v.integer("first"), v.integer("step"), v.integer("last"));
   r.targets = v.integer("targets");
   r.seed = v.seed;
-  r.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  r.scoring.precision = subject.precision;
   return r;
 }
 
@@ -42,7 +41,7 @@ void recl_check(const ProbeSubject& subject, const ProbeValues& v) {
     throw InputError(fmt::format("recl.first ({}) must be <= recl.last ({})", v.integer("first"),
                                  v.integer("last")));
   }
-  const auto r = loss_request(subject, v);
+  const auto r = loss_request(v);
   check_window_fits(subject, r.contexts.back(), "recl.last");
   if (r.contexts.back() >= static_cast<int64_t>(subject.ids->size())) {
     throw InputError(fmt::format("recl.last {} leaves no target in the split ({} tokens)",
@@ -50,11 +49,11 @@ void recl_check(const ProbeSubject& subject, const ProbeValues& v) {
   }
 }
 
-ProbeWorkload recl_workload(const ProbeSubject& subject, const ProbeValues& v) {
+ProbeWorkload recl_workload(const ProbeSubject& /*subject*/, const ProbeValues& v) {
   // One context length at a time: a window of c + 1 tokens per target; the loss table of
   // every context x target is kept.
   if (v.integer("first") > v.integer("last")) return {};  // recl_check refuses it
-  const auto r = loss_request(subject, v);
+  const auto r = loss_request(v);
   ProbeWorkload w;
   w.window = r.contexts.back() + 1;
   w.windows = r.targets;
@@ -82,11 +81,17 @@ ContextLossTable table_from_json(const nlohmann::json& j, const std::string& nam
   return t;
 }
 
-ProbeRun recl_run(const ProbeSubject& subject, const ProbeValues& v,
-                  const ProbeProgressFn& progress) {
-  auto request = loss_request(subject, v);
+nlohmann::json recl_score(const ProbeSubject& subject, const ProbeValues& v,
+                          const ProbeShard& shard, const ProbeProgressFn& progress) {
+  auto request = loss_request(v);
+  request.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  request.scoring.precision = subject.precision;
   request.progress = progress;
-  const auto table = measure_context_losses(*subject.model, *subject.ids, request, "run");
+  return score_context_losses_shard(*subject.model, *subject.ids, request, shard);
+}
+
+ProbeRun recl_finish(const std::vector<nlohmann::json>& partials, const ProbeValues& v) {
+  const auto table = finish_context_losses(partials, loss_request(v), "run");
   ProbeRun out;
   out.detail = table_json(table);
   const auto means = mean_losses(table).at(0);
@@ -157,7 +162,8 @@ Probe recl_probe() {
   p.defaults = recl_defaults;
   p.check = recl_check;
   p.workload = recl_workload;
-  p.run = recl_run;
+  p.score = recl_score;
+  p.finish = recl_finish;
   p.group = recl_group;
   return p;
 }

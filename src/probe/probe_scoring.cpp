@@ -24,6 +24,10 @@ std::vector<int64_t> draw_positions(SplitMix64& rng, int64_t count, int64_t lo, 
   return out;
 }
 
+int64_t windows_per_pass(int64_t batch_tokens, int64_t length) {
+  return std::max<int64_t>(1, batch_tokens / std::max<int64_t>(1, length - 1));
+}
+
 namespace {
 
 void check_windows(const std::vector<std::vector<int32_t>>& windows, int64_t scored) {
@@ -57,8 +61,7 @@ ScoredWindows score_windows(TransformerLM& model, const std::vector<std::vector<
   if (windows.empty()) return out;
   check_windows(windows, scored);
   const int64_t n = static_cast<int64_t>(windows.front().size());
-  const size_t per_batch =
-      static_cast<size_t>(std::max<int64_t>(1, options.batch_tokens / (n - 1)));
+  const auto per_batch = static_cast<size_t>(windows_per_pass(options.batch_tokens, n));
   EvalModeGuard guard(model, options.precision);
   for (size_t first = 0; first < windows.size(); first += per_batch) {
     const size_t count = std::min(per_batch, windows.size() - first);

@@ -46,9 +46,10 @@ double forward_rate(const ProbeSubject& subject, int64_t window) {
 
 }  // namespace
 
-std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
-                                    const ProbeSubject& subject, const std::string& label) {
-  std::vector<ProbeOutput> outputs;
+std::vector<ProbePartial> score_probes(const std::vector<PlannedProbe>& planned,
+                                       const ProbeSubject& subject, const std::string& label,
+                                       const ProbeShard& shard) {
+  std::vector<ProbePartial> partials;
   for (const auto& p : planned) {
     const auto start = std::chrono::steady_clock::now();
     double last_shown = -1.0;
@@ -64,29 +65,48 @@ std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
                  100.0 * fraction, format_duration(s), format_duration(left));
     };
     const double rate = forward_rate(subject, p.window);
-    fmt::print(stderr, "  {}probe {}: {:.3g} tokens to forward ({}){}\n", label, p.probe->name,
-               p.tokens, p.probe->cost,
+    fmt::print(stderr, "  {}probe {}: {:.3g} tokens to forward{} ({}){}\n", label, p.probe->name,
+               p.tokens, shard.count > 1 ? " by all the shards together" : "", p.probe->cost,
                rate > 0
                    ? fmt::format(", about {} at {:.0f} tok/s (one pass of {}-token windows timed)",
                                  format_duration(p.tokens / rate), rate, p.window)
                    : std::string());
-    ProbeOutput out;
+    ProbePartial out;
     out.name = p.probe->name;
     out.values = p.values;
-    out.run = p.probe->run(subject, p.values, progress);
-    if (p.probe->group) {
-      // One run alone is a group of one: its group metrics beside its own (compare and
-      // study compute them over their groups instead).
-      auto alone = group_metrics(*p.probe, {&out});  // kept: the loop reads into it
-      for (auto& m : alone.at(0)) {
-        m.series += " [this run alone]";
-        out.run.metrics.push_back(m);
-      }
-    }
+    out.partial = p.probe->score(subject, p.values, shard, progress);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print(stderr, "  {}probe {}: done in {}\n", label, out.name, format_duration(out.seconds));
-    outputs.push_back(std::move(out));
+    partials.push_back(std::move(out));
   }
+  return partials;
+}
+
+ProbeOutput finish_probe(const std::string& name, const ProbeValues& values,
+                         const std::vector<nlohmann::json>& partials, double seconds) {
+  const Probe& probe = find_probe(name, "probe");
+  ProbeOutput out;
+  out.name = probe.name;
+  out.values = values;
+  out.run = probe.finish(partials, values);
+  if (probe.group) {
+    // One run alone is a group of one: its group metrics beside its own (compare and
+    // study compute them over their groups instead).
+    auto alone = group_metrics(probe, {&out});  // kept: the loop reads into it
+    for (auto& m : alone.at(0)) {
+      m.series += " [this run alone]";
+      out.run.metrics.push_back(m);
+    }
+  }
+  out.seconds = seconds;
+  return out;
+}
+
+std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
+                                    const ProbeSubject& subject, const std::string& label) {
+  std::vector<ProbeOutput> outputs;
+  for (auto& p : score_probes(planned, subject, label, ProbeShard{}))
+    outputs.push_back(finish_probe(p.name, p.values, {std::move(p.partial)}, p.seconds));
   return outputs;
 }
 

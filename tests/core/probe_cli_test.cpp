@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
+#include "probe_runs.h"
 #include "txl/probe/probe.h"
 #include "txl/util/text.h"
 
@@ -19,44 +20,8 @@ namespace fs = std::filesystem;
 using testing::read_text;
 using testing::run_txl;
 
-struct ProbeRuns {
-  std::string dir, corpus, rel, abs;
-};
-
-// Two tiny char runs on one corpus; the text holds digits, the char passkey's keys.
-const ProbeRuns& probe_runs() {
-  static const ProbeRuns runs = [] {
-    ProbeRuns t;
-    t.dir = testing::scratch_dir("probe_cli");
-    std::string train = testing::tiny_english(300), valid = testing::tiny_english(60, 1);
-    for (int i = 0; i < 40; ++i) train += " " + std::to_string(i * 37 % 1000);
-    for (int i = 0; i < 10; ++i) valid += " " + std::to_string(i * 53 % 1000);
-    t.corpus = testing::write_corpus(t.dir + "/corpus", train, valid, testing::tiny_english(30, 2));
-    t.rel = t.dir + "/rel";
-    t.abs = t.dir + "/abs";
-    testing::train_tiny_run(t.corpus, t.rel, "relative");
-    testing::train_tiny_run(t.corpus, t.abs, "absolute");
-    return t;
-  }();
-  return runs;
-}
-
-// Small settings so that every probe runs in a moment.
-std::vector<std::string> small_probes() {
-  return {"--probes",    "recl,copy,passkey,attention",
-          "--probe-set", "recl.first=4",
-          "--probe-set", "recl.step=4",
-          "--probe-set", "recl.last=16",
-          "--probe-set", "recl.targets=20",
-          "--probe-set", "copy.span=4",
-          "--probe-set", "copy.distances=2,8",
-          "--probe-set", "copy.count=6",
-          "--probe-set", "passkey.lengths=32",
-          "--probe-set", "passkey.trials=3",
-          "--probe-set", "passkey.key_len=2",
-          "--probe-set", "passkey.cue_len=3",
-          "--probe-set", "attention.windows=2"};
-}
+using testing::probe_runs;
+using testing::small_probes;
 
 TEST(ProbeCli, EvalRunsEveryProbeAndWritesItsSeedOptionsAndMetrics) {
   const auto& t = probe_runs();
@@ -233,8 +198,8 @@ TEST(ProbeCli, EveryRegisteredProbeHasEveryPiece) {
   for (const auto& p : probe_registry()) {
     SCOPED_TRACE(p.name);
     EXPECT_TRUE(p.name && p.description && p.cost);
-    EXPECT_TRUE(p.defaults && p.check && p.workload && p.run)
-        << "a probe lacks its defaults, check, workload or run";
+    EXPECT_TRUE(p.defaults && p.check && p.workload && p.score && p.finish)
+        << "a probe lacks its defaults, check, workload, score or finish";
     EXPECT_FALSE(p.options.empty());
     for (const auto& o : p.options) EXPECT_LE(o.min, o.max) << o.key;
   }

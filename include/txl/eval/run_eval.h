@@ -42,4 +42,8 @@ struct RunEvalOutcome {
 // Prints one line per evaluated length on stderr (and progress for long ones).
 RunEvalOutcome evaluate_run(const RunEvalOptions& options);
 
+// The run and split loaded as evaluate_run loads them, and the extension's check and run
+// called, with no length evaluated: the probes alone (txl eval --shard).
+void run_extension_alone(const RunEvalOptions& options);
+
 }  // namespace txl

@@ -16,6 +16,7 @@
 
 #include "txl/model/attention_observer.h"
 #include "txl/probe/probe_scoring.h"
+#include "txl/probe/probe_shard.h"
 
 namespace txl {
 
@@ -36,6 +37,9 @@ class AttentionAccumulator : public AttentionObserver {
   AttentionAccumulator(int64_t layers, int64_t heads, DistanceBuckets buckets);
   void observe(int64_t layer, const torch::Tensor& probs) override;
   std::vector<std::vector<HeadStats>> stats() const;  // [layer][head]
+  // The sums before stats() divides them by the queries: per layer the queries seen, per head
+  // the entropy, distance and profile summed over them (JSON, as a shard records a pass).
+  nlohmann::json sums() const;
 
  private:
   DistanceBuckets buckets_;
@@ -64,7 +68,16 @@ struct AttentionStatsResult {
   std::vector<AttentionStatsAtLength> lengths;
 };
 
-// InputError when a length is longer than the split allows.
+// Shard `shard`'s part (probe_shard.h): per length, one group of `windows` windows, one
+// record per pass (its AttentionAccumulator::sums()), so that the finish adds the passes in
+// the one-process order; the windows' starts beside them. InputError when a length is
+// longer than the split allows.
+nlohmann::json score_attention_shard(TransformerLM& model, const std::vector<int32_t>& ids,
+                                     const AttentionStatsRequest& request, const ProbeShard& shard);
+// The result from every shard's partial, in shard order.
+AttentionStatsResult finish_attention_stats(const std::vector<nlohmann::json>& partials,
+                                            const AttentionStatsRequest& request);
+// One process: the finish of shard 0 of 1.
 AttentionStatsResult measure_attention_stats(TransformerLM& model, const std::vector<int32_t>& ids,
                                              const AttentionStatsRequest& request);
 

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "txl/probe/probe_scoring.h"
+#include "txl/probe/probe_shard.h"
 
 namespace txl {
 
@@ -44,8 +46,16 @@ struct ContextLossRequest {
   std::function<void(double)> progress;  // fraction of the tokens forwarded so far; may be empty
 };
 
+// Shard `shard`'s part (probe_shard.h): per context c, one group of a window per target, each
+// window's loss; the drawn targets beside them. InputError when the split is too short.
+nlohmann::json score_context_losses_shard(TransformerLM& model, const std::vector<int32_t>& ids,
+                                          const ContextLossRequest& request,
+                                          const ProbeShard& shard);
+// The table of one model (N = 1), named `name`, from every shard's partial in shard order.
+ContextLossTable finish_context_losses(const std::vector<nlohmann::json>& partials,
+                                       const ContextLossRequest& request, const std::string& name);
 // The table of one model (N = 1), named `name`; the targets are drawn from the positions
-// with at least contexts.back() tokens before them. InputError when the split is too short.
+// with at least contexts.back() tokens before them. One process: the finish of shard 0 of 1.
 ContextLossTable measure_context_losses(TransformerLM& model, const std::vector<int32_t>& ids,
                                         const ContextLossRequest& request, const std::string& name);
 

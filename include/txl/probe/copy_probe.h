@@ -17,6 +17,7 @@
 
 #include "txl/eval/interval.h"
 #include "txl/probe/probe_scoring.h"
+#include "txl/probe/probe_shard.h"
 
 namespace txl {
 
@@ -55,6 +56,14 @@ struct CopyProbeResult {
   std::vector<CopyDistanceRow> rows;  // in the order of options.distances
 };
 
+// Shard `shard`'s part (probe_shard.h): per distance d_i, the mean NLL of the final A in its
+// block of the repeated windows (group 2i) and of the control windows (group 2i + 1).
+nlohmann::json score_copy_shard(TransformerLM& model, const std::vector<int32_t>& ids,
+                                const CopyProbeOptions& options, const ProbeShard& shard);
+// The result from every shard's partial, in shard order (reads span, distances, count, seed).
+CopyProbeResult finish_copy_probe(const std::vector<nlohmann::json>& partials,
+                                  const CopyProbeOptions& options);
+// One process: the finish of shard 0 of 1.
 CopyProbeResult run_copy_probe(TransformerLM& model, const std::vector<int32_t>& ids,
                                const CopyProbeOptions& options);
 

@@ -21,6 +21,7 @@
 #include "txl/data/vocab.h"
 #include "txl/eval/interval.h"
 #include "txl/probe/probe_scoring.h"
+#include "txl/probe/probe_shard.h"
 
 namespace txl {
 
@@ -80,6 +81,15 @@ struct PasskeyProbeResult {
   std::vector<PasskeyCell> cells;
 };
 
+// Shard `shard`'s part (probe_shard.h): per (length, depth) cell, one group of `trials`
+// windows, each window's {"correct": 0 or 1, "logprob"}; the candidates beside them.
+nlohmann::json score_passkey_shard(TransformerLM& model, const std::vector<int32_t>& ids,
+                                   const std::vector<int32_t>& candidates,
+                                   const PasskeyProbeOptions& options, const ProbeShard& shard);
+// The result from every shard's partial, in shard order.
+PasskeyProbeResult finish_passkey_probe(const std::vector<nlohmann::json>& partials,
+                                        const PasskeyProbeOptions& options);
+// One process: the finish of shard 0 of 1.
 PasskeyProbeResult run_passkey_probe(TransformerLM& model, const std::vector<int32_t>& ids,
                                      const std::vector<int32_t>& candidates,
                                      const PasskeyProbeOptions& options);

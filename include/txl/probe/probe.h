@@ -14,7 +14,9 @@
 // per group, and the report draws one plot per series family.
 //
 // Instances are built from the evaluated split with a fixed seed (ProbeValues::seed, stated
-// in every output), so two runs and two machines score the same instances.
+// in every output), so two runs and two machines score the same instances, and so that
+// several processes can each score a block of them (txl eval --shard K/N, probe_shard.h):
+// a probe scores a shard into a partial result and finishes from the shards' partials.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@
 #include "txl/config/config.h"
 #include "txl/data/vocab.h"
 #include "txl/model/transformer.h"
+#include "txl/probe/probe_shard.h"
 
 namespace txl {
 
@@ -118,8 +121,14 @@ struct Probe {
   // Its largest workload, for the memory check made before `check` (which may build
   // instances): refused with the figures when it does not fit the available memory.
   ProbeWorkload (*workload)(const ProbeSubject& subject, const ProbeValues& values);
-  ProbeRun (*run)(const ProbeSubject& subject, const ProbeValues& values,
-                  const ProbeProgressFn& progress);
+  // Scores shard `shard`'s block of the probe's windows (probe_shard.h; one process: shard 0
+  // of 1) into a partial result: what `finish` needs of them, as JSON a shard file carries.
+  nlohmann::json (*score)(const ProbeSubject& subject, const ProbeValues& values,
+                          const ProbeShard& shard, const ProbeProgressFn& progress);
+  // The result from every shard's partial, in shard order (one process: its one partial), so
+  // that one process and a merge of shards go through the same code. InputError when the
+  // partials do not cover every window exactly once.
+  ProbeRun (*finish)(const std::vector<nlohmann::json>& partials, const ProbeValues& values);
   // A probe defined over a group of models (RECL): from the members' details, each member's
   // group metrics. nullptr for a probe of one model.
   std::vector<std::vector<ProbeMetric>> (*group)(const std::vector<nlohmann::json>& details,

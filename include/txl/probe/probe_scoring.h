@@ -35,6 +35,10 @@ struct ProbeScoreOptions {
   std::function<void(double)> progress;
 };
 
+// Windows of `length` tokens per forward pass: max(1, batch_tokens / (length - 1)). The one
+// rule score_windows batches by and probe shards are cut along (probe_shard.h).
+int64_t windows_per_pass(int64_t batch_tokens, int64_t length);
+
 // Per window, its last `scored` targets.
 struct ScoredWindows {
   std::vector<std::vector<double>> nll;      // [windows][scored] nats

@@ -30,8 +30,28 @@ struct ProbeOutput {
   double seconds = 0.0;
 };
 
-// Runs each planned probe (the model in eval mode, no gradients), printing one progress line
-// per probe on stderr prefixed with `label`.
+// One probe's part scored by one shard (Probe::score): what a shard file holds of it.
+struct ProbePartial {
+  std::string name;
+  ProbeValues values;
+  nlohmann::json partial;
+  double seconds = 0.0;
+};
+
+// Scores shard `shard` of each planned probe (the model in eval mode, no gradients), printing
+// its cost and progress on stderr prefixed with `label`.
+std::vector<ProbePartial> score_probes(const std::vector<PlannedProbe>& planned,
+                                       const ProbeSubject& subject, const std::string& label,
+                                       const ProbeShard& shard);
+
+// A probe's output from its shards' partials in shard order (one process: its one partial):
+// the probe's finish, then for a group probe (RECL) the run's own group-of-one metrics marked
+// "[this run alone]". `seconds`: the scoring's (a merge: the shards' sum).
+ProbeOutput finish_probe(const std::string& name, const ProbeValues& values,
+                         const std::vector<nlohmann::json>& partials, double seconds);
+
+// Runs each planned probe in this process: score_probes of shard 0 of 1, then finish_probe,
+// the same code a merge of shards goes through.
 std::vector<ProbeOutput> run_probes(const std::vector<PlannedProbe>& planned,
                                     const ProbeSubject& subject, const std::string& label);
 

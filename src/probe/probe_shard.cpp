@@ -1,0 +1,123 @@
+#include "txl/probe/probe_shard.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <map>
+
+#include "txl/probe/probe_scoring.h"
+#include "txl/util/error.h"
+
+namespace txl {
+
+namespace {
+
+// A whole decimal number, nothing else (no sign, no spaces); -1 otherwise.
+int64_t whole_number(const std::string& text) {
+  if (text.empty() || text.size() > 9) return -1;
+  int64_t v = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+ProbeShard parse_probe_shard(const std::string& text, const std::string& option) {
+  const auto slash = text.find('/');
+  const int64_t k = slash == std::string::npos ? -1 : whole_number(text.substr(0, slash));
+  const int64_t n = slash == std::string::npos ? -1 : whole_number(text.substr(slash + 1));
+  if (k < 0 || n < 1 || n > kMaxProbeShards || k >= n) {
+    throw InputError(fmt::format(
+        "{} \"{}\" is not valid; expected K/N, shard K of N with 0 <= K < N and 1 <= N <= {} "
+        "(e.g. 0/2 and 1/2 for two processes)",
+        option, text, kMaxProbeShards));
+  }
+  return {k, n};
+}
+
+std::string to_string(const ProbeShard& shard) {
+  return std::to_string(shard.index) + "/" + std::to_string(shard.count);
+}
+
+std::pair<int64_t, int64_t> probe_shard_block(int64_t units, const ProbeShard& shard) {
+  return {units * shard.index / shard.count, units * (shard.index + 1) / shard.count};
+}
+
+std::vector<std::pair<int64_t, int64_t>> shard_windows(const std::vector<WindowGroup>& groups,
+                                                       int64_t batch_tokens,
+                                                       const ProbeShard& shard) {
+  std::vector<int64_t> per_pass, passes;
+  int64_t total = 0;
+  for (const auto& g : groups) {
+    per_pass.push_back(windows_per_pass(batch_tokens, g.length));
+    passes.push_back((g.windows + per_pass.back() - 1) / per_pass.back());
+    total += passes.back();
+  }
+  const auto [p0, p1] = probe_shard_block(total, shard);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t offset = 0;  // passes of the groups before this one
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const int64_t lo = std::clamp<int64_t>(p0 - offset, 0, passes[g]);
+    const int64_t hi = std::clamp<int64_t>(p1 - offset, 0, passes[g]);
+    out.emplace_back(std::min(groups[g].windows, lo * per_pass[g]),
+                     std::min(groups[g].windows, hi * per_pass[g]));
+    offset += passes[g];
+  }
+  return out;
+}
+
+nlohmann::json shard_piece(size_t group, int64_t first, int64_t end, nlohmann::json records) {
+  return {{"group", group}, {"first", first}, {"end", end}, {"records", std::move(records)}};
+}
+
+std::vector<std::vector<nlohmann::json>> gather_pieces(const std::vector<nlohmann::json>& partials,
+                                                       const std::vector<int64_t>& group_windows,
+                                                       const std::string& probe) {
+  // Per group: first window -> (end, records), which must tile [0, windows).
+  std::vector<std::map<int64_t, std::pair<int64_t, const nlohmann::json*>>> pieces(
+      group_windows.size());
+  for (const auto& partial : partials) {
+    for (const auto& piece : partial.at("pieces")) {
+      const auto g = piece.at("group").get<size_t>();
+      const auto first = piece.at("first").get<int64_t>(), end = piece.at("end").get<int64_t>();
+      if (g >= pieces.size() || first < 0 || end <= first || end > group_windows[g] ||
+          !pieces[g].emplace(first, std::make_pair(end, &piece.at("records"))).second)
+        throw InputError(
+            fmt::format("probe {}: windows [{}, {}) of group {} are given twice or "
+                        "do not belong to the probe",
+                        probe, first, end, g));
+    }
+  }
+  std::vector<std::vector<nlohmann::json>> out(group_windows.size());
+  for (size_t g = 0; g < pieces.size(); ++g) {
+    int64_t next = 0;
+    for (const auto& [first, piece] : pieces[g]) {
+      if (first != next) break;
+      for (const auto& r : *piece.second) out[g].push_back(r);
+      next = piece.first;
+    }
+    if (next != group_windows[g])
+      throw InputError(fmt::format(
+          "probe {}: group {} has {} windows but the shards cover them only up to window {} "
+          "(a shard missing, or given twice)",
+          probe, g, group_windows[g], next));
+  }
+  return out;
+}
+
+nlohmann::json common_field(const std::vector<nlohmann::json>& partials, const std::string& key,
+                            const std::string& probe) {
+  if (partials.empty()) throw InputError("probe " + probe + ": no partial results to finish");
+  const nlohmann::json& first = partials.front().at(key);
+  for (size_t i = 1; i < partials.size(); ++i) {
+    if (partials[i].at(key) != first)
+      throw InputError(
+          fmt::format("probe {}: shard {}'s {} differs from shard 0's", probe, i, key));
+  }
+  return first;
+}
+
+}  // namespace txl
