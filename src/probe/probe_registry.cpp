@@ -4,10 +4,17 @@
 #include <algorithm>
 
 #include "txl/config/encodings.h"
-#include "txl/probe/probes.h"
+#include "txl/probe/probe.h"
 #include "txl/util/error.h"
 
 namespace txl {
+
+// The registered probes, one file each in src/probe/probes/: a new one is its file, a
+// declaration here and a line in the registry.
+Probe recl_probe();       // probes/recl.cpp
+Probe copy_probe();       // probes/copy.cpp
+Probe passkey_probe();    // probes/passkey.cpp
+Probe attention_probe();  // probes/attention.cpp
 
 const std::vector<Probe>& probe_registry() {
   static const std::vector<Probe> registry = {

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "test_util.h"
-#include "txl/probe/copy_probe.h"
-#include "txl/probe/passkey_probe.h"
+#include "txl/probe/copy_distance.h"
+#include "txl/probe/passkey_windows.h"
 #include "txl/util/error.h"
 
 namespace txl {

@@ -1,9 +1,7 @@
 // RECL as a pure function over loss tables, against answers computed by hand from the
-// Transformer-XL paper's definition (recl.h), then the loss table of a real model: each
+// Transformer-XL paper's definition (recl_search.h), then the loss table of a real model: each
 // l(c, t) is the loss of that target in its own window, and a model that sees no context
 // has RECL = c_0.
-#include "txl/probe/recl.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 #include "test_util.h"
 #include "txl/model/transformer.h"
 #include "txl/probe/context_losses.h"
+#include "txl/probe/recl_search.h"
 #include "txl/util/error.h"
 
 namespace txl {

@@ -1,5 +1,5 @@
 // The loss of a target given exactly c tokens of context, l(c, t) = -log P(x_t | the c
-// tokens before t), over a grid of c and a sample of targets t: what RECL (recl.h) is
+// tokens before t), over a grid of c and a sample of targets t: what RECL (recl_search.h) is
 // computed from.
 //
 // Every (c, t) is its own window of c + 1 tokens, x[t - c .. t], of which only the last

@@ -7,7 +7,7 @@
 // built on; a probe's result is a table of its own shape (copy gain against distance, a
 // length x depth grid, per-layer-and-head statistics, or, for RECL, a number that exists only
 // over a group of models). What they share is this registry: a probe is one file
-// (src/probe/probe_<name>.cpp) plus one registry line, and declares its name, description,
+// (src/probe/probes/<name>.cpp) plus one registry line, and declares its name, description,
 // cost, options (each with its one range rule) and how it runs. Its result is a JSON detail
 // plus flat metrics (series, x, value), which every consumer reads the same way: `txl eval`
 // prints them, `txl compare` puts runs side by side, `txl study` takes seed-level intervals
@@ -136,6 +136,13 @@ struct Probe {
 };
 
 const std::vector<Probe>& probe_registry();
+
+// Shared by the probes' entries (src/probe/probes/): the largest evaluated length of the
+// subject (the run's training length when none), and an InputError when a window of
+// `window` tokens is past the positions the run's encoding can take (a learned table),
+// naming the probe option that asks for it.
+int64_t longest_length(const ProbeSubject& subject);
+void check_window_fits(const ProbeSubject& subject, int64_t window, const std::string& option);
 // The registered probe `name`; InputError naming key_path otherwise. string_view parameters:
 // the result refers to the registry, never to an argument (GCC 14's -Wdangling-reference
 // would suspect a temporary std::string).

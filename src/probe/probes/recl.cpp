@@ -1,4 +1,4 @@
-// The RECL probe on the registry (recl.h holds the definition, context_losses.h the
+// The RECL probe on the registry (recl_search.h holds the definition, context_losses.h the
 // measurement): each run measures its loss table l(c, t); RECL exists over a group of
 // models (the runs of a compare, a study's groups at one seed) and is computed from the
 // members' tables.
@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "txl/probe/context_losses.h"
-#include "txl/probe/probes.h"
-#include "txl/probe/recl.h"
+#include "txl/probe/probe.h"
+#include "txl/probe/recl_search.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -116,7 +116,7 @@ std::vector<std::vector<ProbeMetric>> recl_group(const std::vector<nlohmann::jso
     for (const auto& curve : r.curves)
       out[i].push_back({"RECL (tokens)", "r", curve.ratio, double(curve.recl[i])});
     // Beside the paper's number, the search that does not count gain from flattening, and how
-    // many steps were marked (recl.h).
+    // many steps were marked (recl_search.h).
     for (const auto& curve : r.curves)
       out[i].push_back({"RECL without gain from flattening (tokens)", "r", curve.ratio,
                         double(curve.recl_without_flattening[i])});

@@ -2,7 +2,7 @@
 // scores its block of each cell's trials, the finish counts them per cell.
 #include <cmath>
 
-#include "txl/probe/passkey_probe.h"
+#include "txl/probe/passkey_windows.h"
 
 namespace txl {
 

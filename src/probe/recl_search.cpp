@@ -1,4 +1,4 @@
-#include "txl/probe/recl.h"
+#include "txl/probe/recl_search.h"
 
 #include <algorithm>
 #include <cmath>

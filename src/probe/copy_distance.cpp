@@ -1,4 +1,4 @@
-#include "txl/probe/copy_probe.h"
+#include "txl/probe/copy_distance.h"
 
 #include <spdlog/fmt/fmt.h>
 

@@ -1,5 +1,5 @@
-// Building passkey windows (the layout in passkey_probe.h); passkey_run.cpp scores them.
-#include "txl/probe/passkey_probe.h"
+// Building passkey windows (the layout in passkey_windows.h); passkey_scoring.cpp scores them.
+#include "txl/probe/passkey_windows.h"
 
 #include <spdlog/fmt/fmt.h>
 

@@ -1,11 +1,11 @@
-// The copy-distance probe on the registry (copy_probe.h holds the definition): copy gain
+// The copy-distance probe on the registry (copy_distance.h holds the definition): copy gain
 // against the distance d between a span and its repetition.
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 
-#include "txl/probe/copy_probe.h"
-#include "txl/probe/probes.h"
+#include "txl/probe/copy_distance.h"
+#include "txl/probe/probe.h"
 
 namespace txl {
 

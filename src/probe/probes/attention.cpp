@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "txl/probe/attention_stats.h"
-#include "txl/probe/probes.h"
+#include "txl/probe/probe.h"
 #include "txl/util/error.h"
 
 namespace txl {

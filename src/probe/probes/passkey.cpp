@@ -1,12 +1,12 @@
-// The teacher-forced passkey probe on the registry (passkey_probe.h holds the definition):
+// The teacher-forced passkey probe on the registry (passkey_windows.h holds the definition):
 // key accuracy and log-probability over a grid of window length x needle depth.
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 
 #include "txl/data/tokenizers.h"
-#include "txl/probe/passkey_probe.h"
-#include "txl/probe/probes.h"
+#include "txl/probe/passkey_windows.h"
+#include "txl/probe/probe.h"
 
 namespace txl {
 
