@@ -2,7 +2,6 @@
 #include <spdlog/fmt/fmt.h>
 #include <torch/version.h>
 
-#include <cstdlib>
 #include <memory>
 
 #include "txl/cli/commands.h"
@@ -13,6 +12,7 @@
 #include "txl/platform/onednn.h"
 #include "txl/platform/runtime.h"
 #include "txl/train/distributed.h"
+#include "txl/util/env.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -29,7 +29,7 @@ struct InfoOptions {
 // so that scripts can start other programs (the test binaries) the same way.
 int print_start_up_environment() {
   for (const char* name : {"OPENBLAS_CORETYPE", "OMP_WAIT_POLICY"}) {
-    if (const char* value = std::getenv(name)) fmt::print("{}={}\n", name, value);
+    if (const auto value = env_text(name)) fmt::print("{}={}\n", name, *value);
   }
   return 0;
 }
@@ -45,23 +45,23 @@ int run_info(const InfoOptions& o) {
              blas.core_type.empty() ? "" : ", core type " + blas.core_type);
   fmt::print("onednn       {} in LibTorch; called directly: {}\n", at::hasMKLDNN() ? "yes" : "no",
              onednn_matmul_status());
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  const auto wait_policy = env_text("OMP_WAIT_POLICY");
   fmt::print("openmp       {} (OMP_WAIT_POLICY {})\n", at::hasOpenMP() ? "yes" : "no",
-             wait_policy != nullptr ? wait_policy : "unset: threads spin at barriers");
+             wait_policy.value_or("unset: threads spin at barriers"));
   fmt::print("threads      {} of {} logical cores\n", threads, logical_cores());
   fmt::print("devices      {} (--device, train.device)\n", describe_devices());
   fmt::print("distributed  {}\n", gloo_built() ? "c10d, Gloo (txl train --nproc N)"
                                                : "unavailable: " + gloo_missing_reason());
   fmt::print("subwords     {}\n", subword_available() ? "bpe, unigram (sentencepiece plugin)"
                                                       : "unavailable: " + subword_problem());
-  const char* forced = std::getenv("TXL_CPU_FLAGS");
+  const auto forced = env_text("TXL_CPU_FLAGS");
   const std::string flags = to_string(cpu);
   fmt::print("cpu flags    {}{}\n", flags.empty() ? "(none of those txl uses)" : flags,
-             forced != nullptr ? " (from TXL_CPU_FLAGS)" : "");
+             forced ? " (from TXL_CPU_FLAGS)" : "");
   // A pasted /proc/cpuinfo line names many flags txl does not read; a typo is one of them.
-  if (forced != nullptr && !unknown_cpu_flags(forced).empty()) {
+  if (forced && !unknown_cpu_flags(*forced).empty()) {
     fmt::print("note         TXL_CPU_FLAGS names {} that txl does not read (ignored): {}\n",
-               unknown_cpu_flags(forced).size(), join(unknown_cpu_flags(forced), " "));
+               unknown_cpu_flags(*forced).size(), join(unknown_cpu_flags(*forced), " "));
   }
   const auto plan = plan_cpu(cpu, {});
   fmt::print("bf16         {}\n", to_string(plan.bf16));

@@ -10,7 +10,6 @@
 
 #include <climits>
 #include <csignal>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -18,6 +17,7 @@
 #include "txl/cli/options.h"
 #include "txl/cli/signals.h"
 #include "txl/study/study.h"
+#include "txl/util/env.h"
 
 namespace txl {
 
@@ -36,8 +36,8 @@ std::string self_executable(const char* fallback) {
 // signal as the same stop request and stops cleanly when the study dies (a closed terminal,
 // kill -9) instead of training on unseen.
 bool is_study_child() {
-  const char* parent = std::getenv(kStudyParentEnv);
-  return parent && std::to_string(::getppid()) == parent;
+  const auto parent = env_text(kStudyParentEnv);
+  return parent && std::to_string(::getppid()) == *parent;
 }
 
 void stop_with_the_study() {

@@ -15,7 +15,6 @@
 // are written atomically, so that loses at most the steps since the last checkpoint.
 #include <spdlog/fmt/fmt.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -33,6 +32,7 @@
 #include "txl/train/launch.h"
 #include "txl/train/resume.h"
 #include "txl/train/run_training.h"
+#include "txl/util/env.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -75,10 +75,9 @@ void check_nproc(int nproc) {
                      " is not valid; expected 1 to 1024 processes");
   }
   for (const char* name : {"RANK", "WORLD_SIZE"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') continue;
+    if (!env_set(name)) continue;
     throw InputError("--nproc " + std::to_string(nproc) + " starts its own processes, but " + name +
-                     "=" + value +
+                     "=" + std::to_string(*env_int(name)) +
                      " in the environment makes this one a rank of a distributed run started "
                      "elsewhere (torchrun, or another txl's --nproc); unset RANK and WORLD_SIZE, "
                      "or drop --nproc");

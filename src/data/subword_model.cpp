@@ -3,11 +3,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 
 #include "txl/data/spm_plugin.h"
 #include "txl/data/text_scan.h"
+#include "txl/util/env.h"
 #include "txl/util/error.h"
 
 #ifndef TXL_SPM_PLUGIN_NAME
@@ -44,9 +44,7 @@ struct Plugin {
 // beside the running executable, then the build folder.
 std::vector<std::string> plugin_candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("TXL_SPM_PLUGIN"); env != nullptr && *env != '\0') {
-    return {env};
-  }
+  if (const auto path = env_text("TXL_SPM_PLUGIN")) return {*path};
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) out.push_back((exe.parent_path() / TXL_SPM_PLUGIN_NAME).string());

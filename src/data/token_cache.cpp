@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
+#include "txl/util/env.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
@@ -93,15 +93,9 @@ class MappedFile {
 }  // namespace
 
 std::string token_cache_dir() {
-  if (const char* dir = std::getenv("TXL_CACHE_DIR"); dir != nullptr && *dir != '\0') {
-    return std::string(dir) == "off" ? "" : dir;
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return std::string(xdg) + "/txl";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return std::string(home) + "/.cache/txl";
-  }
+  if (const auto dir = env_text("TXL_CACHE_DIR")) return *dir == "off" ? "" : *dir;
+  if (const auto xdg = env_text("XDG_CACHE_HOME")) return *xdg + "/txl";
+  if (const auto home = env_text("HOME")) return *home + "/.cache/txl";
   return "";
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <sstream>
 
+#include "txl/util/env.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
 
@@ -195,9 +196,9 @@ std::string output_script(const std::string& plot, const std::string& png_path,
 }  // namespace
 
 std::string find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
+  const auto path = env_text("PATH");
   if (!path) return "";
-  std::stringstream ss(path);
+  std::stringstream ss(*path);
   std::string dir;
   while (std::getline(ss, dir, ':')) {
     if (dir.empty()) dir = ".";

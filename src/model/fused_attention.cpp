@@ -4,9 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "txl/model/vector_kernels.h"
@@ -14,8 +12,6 @@
 #include "txl/platform/parallel.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/env.h"
-#include "txl/util/error.h"
-#include "txl/util/parse.h"
 
 namespace txl {
 
@@ -51,15 +47,7 @@ struct Operands {
 // use tiny blocks; a block as long as Q turns the skipping off).
 int64_t row_block(int64_t query_len) {
   constexpr int64_t kRowBlock = 32;
-  int64_t rows = kRowBlock;
-  if (const char* set = std::getenv("TXL_FUSED_ROW_BLOCK")) {
-    std::vector<int64_t> parsed;
-    if (parse_positive_integers(set, parsed) || parsed.size() != 1) {
-      throw InputError(std::string("TXL_FUSED_ROW_BLOCK=") + set +
-                       ": expected one positive integer (query rows per block)");
-    }
-    rows = parsed.front();
-  }
+  const int64_t rows = env_int("TXL_FUSED_ROW_BLOCK").value_or(kRowBlock);
   return std::min(rows, std::max<int64_t>(query_len, 1));
 }
 

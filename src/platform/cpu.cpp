@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "txl/util/env.h"
 
 namespace txl {
 
@@ -157,9 +158,9 @@ std::string to_string(const CpuFlags& flags) {
 }
 
 CpuFlags detect_cpu_flags() {
-  const char* forced = std::getenv("TXL_CPU_FLAGS");
-  if (forced == nullptr) return cpuid_flags();
-  return parse_cpu_flags(forced);
+  const auto forced = env_text("TXL_CPU_FLAGS");
+  if (!forced) return cpuid_flags();
+  return parse_cpu_flags(*forced);
 }
 
 std::string cpu_model_name() {

@@ -4,11 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 
-#include "txl/util/error.h"
+#include "txl/util/env.h"
 
 namespace txl {
 
@@ -64,14 +63,8 @@ double available_memory_bytes() {
     }
   }
   // A user's own cap (and how the tests make a refusal happen on any machine).
-  if (const char* cap = std::getenv("TXL_MEMORY_LIMIT_MB"); cap != nullptr && *cap != '\0') {
-    char* end = nullptr;
-    const double mb = std::strtod(cap, &end);
-    if (end == cap || *end != '\0' || !(mb > 0)) {
-      throw InputError(std::string("TXL_MEMORY_LIMIT_MB=\"") + cap +
-                       "\" is not valid; expected a positive number of MiB (or leave it unset)");
-    }
-    const double bytes = mb * 1024.0 * 1024.0;
+  if (const auto mb = env_number("TXL_MEMORY_LIMIT_MB")) {
+    const double bytes = *mb * 1024.0 * 1024.0;
     if (available == 0.0 || bytes < available) available = bytes;
   }
   return available;

@@ -46,7 +46,7 @@ std::string openblas_core_name() {
 OpenBlasState openblas_state() {
   OpenBlasState state;
   state.loaded = openblas_loaded();
-  if (const char* env = std::getenv("OPENBLAS_CORETYPE")) state.env_coretype = std::string(env);
+  state.env_coretype = env_text("OPENBLAS_CORETYPE");
   state.core = openblas_core_name();
   return state;
 }
@@ -56,8 +56,7 @@ bool fixes_disabled() { return env_is("TXL_NO_BLAS_FIX", "1"); }
 // OMP_WAIT_POLICY=PASSIVE unless the user chose a wait policy (see runtime.h). Returns
 // whether it set it.
 bool set_passive_openmp() {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr)
-    return false;
+  if (env_set("OMP_WAIT_POLICY") || env_set("GOMP_SPINCOUNT")) return false;
   if (std::thread::hardware_concurrency() <= 1) return false;
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   return true;

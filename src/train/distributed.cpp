@@ -3,9 +3,6 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <stdexcept>
 // Gloo's headers come with Debian's LibTorch (libgloo-dev), not with PyTorch's wheels; a
@@ -21,30 +18,12 @@ using GlooGroup = c10d::Backend;  // never made: Distributed refuses several ran
 #include "txl/platform/tcp_store.h"
 #include "txl/platform/torch_error.h"
 #include "txl/platform/watchdog.h"
+#include "txl/util/env.h"
 #include "txl/util/error.h"
 
 namespace txl {
 
 namespace {
-
-// An integer environment variable in [lo, hi], or `fallback` when unset.
-int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  int64_t value = 0;
-  const char* end = text + std::strlen(text);
-  const auto [ptr, ec] = std::from_chars(text, end, value);
-  if (ec != std::errc() || ptr != end || value < lo || value > hi) {
-    throw InputError(
-        fmt::format("{}={} is not valid; expected an integer from {} to {}", name, text, lo, hi));
-  }
-  return value;
-}
-
-bool is_set(const char* name) {
-  const char* text = std::getenv(name);
-  return text != nullptr && *text != '\0';
-}
 
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
@@ -56,26 +35,26 @@ DistributedEnv distributed_env_from_environment() {
   // A variable of a distributed launch given without its partner is a mistake, not a
   // world of one: RANK alone would train alone (and write the run as rank 0 would), and
   // WORLD_SIZE alone would make every process rank 0.
-  const bool has_rank = is_set("RANK"), has_world = is_set("WORLD_SIZE");
+  const bool has_rank = env_set("RANK"), has_world = env_set("WORLD_SIZE");
   if (has_rank && !has_world) {
-    throw InputError(std::string("RANK=") + std::getenv("RANK") +
+    throw InputError("RANK=" + std::to_string(*env_int("RANK")) +
                      " without WORLD_SIZE: every process of a distributed run needs WORLD_SIZE "
                      "(the number of processes; RANK is 0 to WORLD_SIZE - 1) and MASTER_ADDR / "
                      "MASTER_PORT naming rank 0. Unset RANK to train as one process");
   }
   DistributedEnv env;
-  env.world_size = static_cast<int>(env_int("WORLD_SIZE", 1, 1, 4096));
+  env.world_size = static_cast<int>(env_int("WORLD_SIZE").value_or(1));
   if (env.world_size > 1 && !has_rank) {
     throw InputError("WORLD_SIZE=" + std::to_string(env.world_size) +
                      " without RANK: every process of a distributed run needs RANK (0 to "
                      "WORLD_SIZE - 1), and MASTER_ADDR / MASTER_PORT naming rank 0");
   }
-  env.rank = static_cast<int>(env_int("RANK", 0, 0, env.world_size - 1));
-  env.local_rank = static_cast<int>(env_int("LOCAL_RANK", env.rank, 0, 4095));
-  env.local_world_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", 1, 1, 4096));
-  env.master_port = static_cast<int>(env_int("MASTER_PORT", 29500, 1, 65535));
-  env.timeout = std::chrono::seconds(env_int("TXL_DIST_TIMEOUT_S", 600, 1, 86400));
-  if (is_set("MASTER_ADDR")) env.master_addr = std::getenv("MASTER_ADDR");
+  env.rank = static_cast<int>(env_int("RANK", 0, env.world_size - 1).value_or(0));
+  env.local_rank = static_cast<int>(env_int("LOCAL_RANK").value_or(env.rank));
+  env.local_world_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE").value_or(1));
+  env.master_port = static_cast<int>(env_int("MASTER_PORT").value_or(29500));
+  env.timeout = std::chrono::seconds(env_int("TXL_DIST_TIMEOUT_S").value_or(600));
+  if (const auto addr = env_text("MASTER_ADDR")) env.master_addr = *addr;
   return env;
 }
 
@@ -135,8 +114,8 @@ namespace {
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
     const DistributedEnv& env, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  if (const auto ifname = env_text("GLOO_SOCKET_IFNAME")) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
   } else if (is_loopback(env.master_addr)) {
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   } else {

@@ -33,6 +33,7 @@
 #include "txl/train/step_checks.h"
 #include "txl/train/validation_loss.h"
 #include "txl/util/clock.h"
+#include "txl/util/env.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
@@ -418,16 +419,14 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
   const int threads = set_threads(tc.threads, options.dist->local_world_size());
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
   // Parsed before anything is written, so a malformed hook leaves the run directory alone.
-  std::vector<int64_t> inject_nan = injected_steps("TXL_INJECT_NAN_AT_STEP");
-  std::vector<int64_t> inject_stop = injected_steps("TXL_INJECT_STOP_AT_STEP");
-  const std::vector<int64_t> inject_kill = injected_steps("TXL_INJECT_KILL_AT_STEP");
+  std::vector<int64_t> inject_nan = env_steps("TXL_INJECT_NAN_AT_STEP");
+  std::vector<int64_t> inject_stop = env_steps("TXL_INJECT_STOP_AT_STEP");
+  const std::vector<int64_t> inject_kill = env_steps("TXL_INJECT_KILL_AT_STEP");
+  const auto kill_rank = env_int("TXL_INJECT_KILL_RANK");
+  const bool kill_here = !kill_rank || options.dist->rank() == *kill_rank;
   if (options.dist->is_root()) {
     save_or_check_vocab(config, options.run_dir, options.resume, corpus.vocab);
   }
-  const bool kill_here = [&] {
-    const char* rank = std::getenv("TXL_INJECT_KILL_RANK");
-    return rank == nullptr || std::to_string(options.dist->rank()) == rank;
-  }();
 
   TrainRun run(config, options, corpus);  // the model draws its initial weights here
   if (options.init && !options.resume) {

@@ -44,6 +44,15 @@ TEST(CpuCli, ACoreTypeTheCpuCanRunIsKept) {
   EXPECT_TRUE(contains(r.out, "core type Haswell")) << r.out;
 }
 
+// What scripts export before starting the test binaries (README, Tests): the variables the
+// start-up decided, or that the user set, as NAME=value lines.
+TEST(CpuCli, InfoEnvPrintsTheStartUpVariables) {
+  // The harness sets OMP_WAIT_POLICY=PASSIVE.
+  const auto r = run_txl({"info", "--env"}, {"TXL_NO_BLAS_FIX=1", "OPENBLAS_CORETYPE=Haswell"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "OPENBLAS_CORETYPE=Haswell\nOMP_WAIT_POLICY=PASSIVE\n");
+}
+
 // The crash of the issue, for real: SkylakeX kernels on a CPU without AVX-512.
 TEST(CpuCli, SkylakeXCoreTypeOnACpuWithoutAvx512RunsItsMatrixMultiplies) {
   const auto cpu = detect_cpu_flags();

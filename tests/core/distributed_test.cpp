@@ -132,7 +132,8 @@ TEST(Distributed, BadLaunchSettingsExitTwoAndWriteNothing) {
   EXPECT_NE(r.err.find("WORLD_SIZE=2 without RANK"), std::string::npos) << r.err;
   r = train(config, root + "/badrank", {}, {"WORLD_SIZE=2", "RANK=2"});
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.err.find("RANK=2 is not valid; expected an integer from 0 to 1"), std::string::npos)
+  EXPECT_NE(r.err.find("RANK=\"2\" is not valid; expected an integer from 0 to 1"),
+            std::string::npos)
       << r.err;
   r = train(config, root + "/negative", {"--nproc", "-1"});
   EXPECT_EQ(r.code, 2) << r.output;

@@ -150,7 +150,8 @@ TEST(FusedRowBlock, AnythingButOnePositiveIntegerIsRefusedByName) {
       fused_attention(s.score->terms(s.q, s.k, s.pos), s.v, 2);
       ADD_FAILURE() << "TXL_FUSED_ROW_BLOCK='" << bad << "' was taken";
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("TXL_FUSED_ROW_BLOCK=" + std::string(bad) + ":"),
+      EXPECT_NE(std::string(e.what()).find("TXL_FUSED_ROW_BLOCK=\"" + std::string(bad) +
+                                           "\" is not valid"),
                 std::string::npos)
           << e.what();
     }

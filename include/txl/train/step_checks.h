@@ -1,5 +1,5 @@
 // What the training loop checks about a step before applying it (the gradients' global norm,
-// that loss and gradients are finite) and the testing hooks that inject faults into steps.
+// that loss and gradients are finite).
 #pragma once
 
 #include <torch/torch.h>
@@ -17,10 +17,5 @@ void clear_gradients(const std::vector<torch::Tensor>& parameters);
 
 // Every defined tensor holds only finite values.
 bool all_finite(const std::vector<torch::Tensor>& tensors);
-
-// The steps (1-based) listed in the environment variable `name` (TXL_INJECT_NAN_AT_STEP,
-// TXL_INJECT_STOP_AT_STEP: trainer.h); InputError for anything but positive integers
-// separated by commas.
-std::vector<int64_t> injected_steps(const char* name);
 
 }  // namespace txl
