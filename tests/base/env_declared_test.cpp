@@ -149,8 +149,8 @@ TEST(EnvDeclared, TheSourcesReadOnlyDeclaredNamesAndOnlyThroughTheReaders) {
   EXPECT_TRUE(found.empty()) << list;
 }
 
-// The README's "Environment variables" section: its text and the rows of its tables
-// (variable -> what it takes).
+// The README's "Environment variables" section and docs/environment.md (the other programs'
+// variables): their text and the rows of their tables (variable -> what it takes).
 struct ReadmeSection {
   std::string text;
   std::map<std::string, std::string> rows;
@@ -163,7 +163,10 @@ ReadmeSection readme_section() {
   EXPECT_NE(begin, std::string::npos) << "README.md has no section " << heading;
   if (begin == std::string::npos) return {};
   const auto end = readme.find("\n## ", begin);
-  ReadmeSection section{readme.substr(begin, end - begin), {}};
+  ReadmeSection section{readme.substr(begin, end - begin) + "\n" +
+                            read_text(std::filesystem::path(TXL_SOURCE_DIR) / "docs" /
+                                      "environment.md"),
+                        {}};
   std::istringstream in(section.text);
   const std::regex row(R"(^\| `([A-Za-z0-9_]+)` \| ([^|]*) \|)");
   for (std::string line; std::getline(in, line);) {
@@ -180,7 +183,7 @@ TEST(EnvDeclared, TheReadmeTablesListEveryVariableAUserSetsAndNoOther) {
     const bool listed = section.rows.count(v.name) > 0;
     const bool user = v.origin == EnvOrigin::kUser || v.origin == EnvOrigin::kForeign;
     EXPECT_EQ(listed, user) << v.name
-                            << (user ? " has no row in README.md's tables"
+                            << (user ? " has no row in README.md's or docs/environment.md's tables"
                                      : " is not a user's and has a row there");
     if (!listed) continue;
     const std::string& takes = section.rows.at(v.name);
