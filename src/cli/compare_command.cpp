@@ -8,7 +8,7 @@
 #include "txl/cli/eval_options.h"
 #include "txl/eval/compare_runs.h"
 #include "txl/platform/runtime.h"
-#include "txl/probe/run_probes.h"
+#include "txl/probe/assessment.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 
@@ -69,20 +69,8 @@ int run_compare(const CompareCommandOptions& o) {
   if (plan.settings.aid != ExtrapolationAid::kNone) aid_in_use = "--aid " + o.aid;
   const ProbeRequest probe_request = check_probe_options(o, aid_in_use);
   set_threads(o.threads);
-  CompareOptions options{plan, o.run_dirs, {}, {}};
-  std::vector<std::vector<PlannedProbe>> planned(o.run_dirs.size());
-  std::vector<std::vector<ProbeOutput>> probes(o.run_dirs.size());
-  if (!probe_request.names.empty()) {
-    options.check_run = [&](const LoadedEval& loaded, size_t r) {
-      planned[r] = plan_probes(probe_request, probe_subject(loaded, plan.settings.precision),
-                               "--probes (run " + o.run_dirs[r] + ")");
-    };
-    options.after_run = [&](const LoadedEval& loaded, size_t r) {
-      probes[r] = run_probes(planned[r], probe_subject(loaded, plan.settings.precision),
-                             o.run_dirs[r] + ": ");
-    };
-  }
-  const auto [c, stats] = compare_runs(options);
+  const auto [outcome, probes] = assess_runs(CompareOptions{plan, o.run_dirs}, probe_request);
+  const auto& [c, stats] = outcome;
   ProbeComparison probe_table;
   if (!probe_request.names.empty()) {
     std::vector<std::string> names;

@@ -7,8 +7,8 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
 #include "txl/cli/eval_shards.h"
-#include "txl/eval/run_eval.h"
 #include "txl/platform/runtime.h"
+#include "txl/probe/assessment.h"
 #include "txl/probe/run_probes.h"
 #include "txl/util/error.h"
 
@@ -35,19 +35,8 @@ int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given)
   const ProbeRequest probe_request =
       check_probe_options(o, plan.settings.aid == ExtrapolationAid::kNone ? "" : "--aid " + o.aid);
   set_threads(o.threads);
-  RunEvalOptions options{plan, o.run_dir, {}};
-  std::vector<PlannedProbe> planned;
-  std::vector<ProbeOutput> probes;
-  if (!probe_request.names.empty()) {
-    options.extension.check = [&](const LoadedEval& loaded) {
-      planned =
-          plan_probes(probe_request, probe_subject(loaded, plan.settings.precision), "--probes");
-    };
-    options.extension.run = [&](const LoadedEval& loaded) {
-      probes = run_probes(planned, probe_subject(loaded, plan.settings.precision), "");
-    };
-  }
-  const auto [report, stats] = evaluate_run(options);
+  const auto [outcome, probes] = assess_run(RunEvalOptions{plan, o.run_dir}, probe_request);
+  const auto& [report, stats] = outcome;
 
   fmt::print("{}", format_report_table(report));
   fmt::print("{}", format_probe_outputs(probes));

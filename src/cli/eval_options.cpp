@@ -170,15 +170,4 @@ ProbeRequest check_probe_options(const EvalCliOptions& o, const std::string& aid
   return request;
 }
 
-ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision) {
-  ProbeSubject s;
-  s.model = &loaded.run.model;
-  s.ids = &loaded.ids;
-  s.vocab = &loaded.run.vocab;
-  s.config = &loaded.run.config;
-  s.lengths = loaded.lengths;
-  s.precision = precision;
-  return s;
-}
-
 }  // namespace txl

@@ -7,6 +7,7 @@
 
 #include "txl/eval/cache.h"
 #include "txl/platform/runtime.h"
+#include "txl/probe/assessment.h"
 #include "txl/probe/probe_shard_file.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -73,19 +74,15 @@ int run_probe_shard(const EvalCliOptions& o, const std::string& run_dir, const s
   const ProbeRequest request =
       check_probe_options(o, plan.settings.aid == ExtrapolationAid::kNone ? "" : "--aid " + o.aid);
   set_threads(o.threads);
-  RunEvalOptions options{plan, run_dir, {}};
-  std::vector<PlannedProbe> planned;
-  nlohmann::json file;
-  options.extension.check = [&](const LoadedEval& loaded) {
-    planned = plan_probes(request, probe_subject(loaded, plan.settings.precision), "--probes");
-  };
-  options.extension.run = [&](const LoadedEval& loaded) {
-    const auto partials = score_probes(planned, probe_subject(loaded, plan.settings.precision),
-                                       "shard " + to_string(shard) + " ", shard);
-    file = shard_file_json(shard, run_identity(loaded, plan, run_dir), shard_settings(loaded, plan),
-                           partials);
-  };
-  run_extension_alone(options);
+  // The probes alone: the run and split loaded, no length evaluated.
+  PreparedEval prepared(RunEvalOptions{plan, run_dir}, /*check_lengths=*/false);
+  const LoadedEval loaded = prepared.loaded();
+  const ProbeSubject subject = probe_subject(loaded, plan.settings.precision);
+  const auto planned = plan_probes(request, subject, "--probes");
+  prepared.commit();
+  const auto partials = score_probes(planned, subject, "shard " + to_string(shard) + " ", shard);
+  const nlohmann::json file = shard_file_json(shard, run_identity(loaded, plan, run_dir),
+                                              shard_settings(loaded, plan), partials);
   fmt::print(
       "run {}: shard {} of the probes {} scored, for txl eval --merge with the other shards.\n"
       "No perplexity table: a shard scores only its block of the probes' windows (txl eval "

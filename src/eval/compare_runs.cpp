@@ -233,17 +233,40 @@ RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base) {
   return spec;
 }
 
-CompareOutcome compare_runs(const CompareOptions& o) {
-  ComparedRuns runs = load_compared_runs(o);
-  plan_requests(runs);
-  CompareOutcome out;
-  TokenCacheWrites cache_writes;  // kept until every run's split has passed its checks
-  const auto splits = load_splits(runs, out.stats, cache_writes);
-  check_runs_fit(runs, splits);
-  for (size_t r = 0; r < runs.runs.size() && o.check_run; ++r)
-    o.check_run({runs.runs[r], splits.at(runs.runs[r].config.data.dir), runs.lengths}, r);
-  cache_writes.commit();
+struct PreparedComparison::State {
+  CompareOptions options;
+  ComparedRuns runs;
+  EncodeStats stats;
+  TokenCacheWrites cache_writes;  // kept until every check, the caller's too, has passed
+  std::map<std::string, std::vector<int32_t>> splits;
+};
 
+PreparedComparison::PreparedComparison(const CompareOptions& o)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.options = o;
+  s.runs = load_compared_runs(o);
+  plan_requests(s.runs);
+  s.splits = load_splits(s.runs, s.stats, s.cache_writes);
+  check_runs_fit(s.runs, s.splits);
+}
+
+PreparedComparison::~PreparedComparison() = default;
+
+size_t PreparedComparison::runs() const { return state_->runs.runs.size(); }
+
+LoadedEval PreparedComparison::loaded(size_t r) {
+  auto& run = state_->runs.runs[r];
+  return {run, state_->splits.at(run.config.data.dir), state_->runs.lengths};
+}
+
+void PreparedComparison::commit() { state_->cache_writes.commit(); }
+
+CompareOutcome PreparedComparison::evaluate() {
+  const CompareOptions& o = state_->options;
+  ComparedRuns& runs = state_->runs;
+  CompareOutcome out;
+  out.stats = state_->stats;
   Comparison& c = out.comparison;
   c.data_dir = runs.runs[0].config.data.dir;
   c.corpus = run_name(c.data_dir);
@@ -255,11 +278,15 @@ CompareOutcome compare_runs(const CompareOptions& o) {
   c.lengths = runs.lengths;
   c.per_position = o.per_position;
   for (size_t r = 0; r < runs.runs.size(); ++r) {
-    c.runs.push_back(evaluate_column(runs, r, splits.at(runs.runs[r].config.data.dir), o));
+    c.runs.push_back(evaluate_column(runs, r, state_->splits.at(runs.runs[r].config.data.dir), o));
   }
-  for (size_t r = 0; r < runs.runs.size() && o.after_run; ++r)
-    o.after_run({runs.runs[r], splits.at(runs.runs[r].config.data.dir), runs.lengths}, r);
   return out;
+}
+
+CompareOutcome compare_runs(const CompareOptions& options) {
+  PreparedComparison prepared(options);
+  prepared.commit();
+  return prepared.evaluate();
 }
 
 PlotSpec comparison_plot(const Comparison& c) {

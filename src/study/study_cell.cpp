@@ -13,7 +13,7 @@
 #include "txl/eval/progress.h"
 #include "txl/eval/protocol.h"
 #include "txl/platform/runtime.h"
-#include "txl/probe/run_probes.h"
+#include "txl/probe/assessment.h"
 #include "txl/run/checkpoint.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/resume.h"
@@ -240,14 +240,10 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
   }
   json probes = json::object();
   if (!spec.eval.probes.names.empty()) {
-    ProbeSubject subject;
-    subject.model = &run.model;
-    subject.ids = &ids;
-    subject.vocab = &run.vocab;
-    subject.config = &run.config;
-    subject.lengths = spec.eval.lengths;
-    const auto planned = plan_probes(spec.eval.probes, subject, spec.source + ": eval.probes");
-    probes = probes_to_json(run_probes(planned, subject, "[study] " + cell.name + " "));
+    const LoadedEval loaded{run, ids, spec.eval.lengths};
+    probes = probes_to_json(probe_loaded_run(loaded, Precision::kFp32, spec.eval.probes,
+                                             spec.source + ": eval.probes",
+                                             "[study] " + cell.name + " "));
     computed = true;
   }
   outcome.eval_seconds = seconds_since(start);

@@ -163,10 +163,10 @@ ReadmeSection readme_section() {
   EXPECT_NE(begin, std::string::npos) << "README.md has no section " << heading;
   if (begin == std::string::npos) return {};
   const auto end = readme.find("\n## ", begin);
-  ReadmeSection section{readme.substr(begin, end - begin) + "\n" +
-                            read_text(std::filesystem::path(TXL_SOURCE_DIR) / "docs" /
-                                      "environment.md"),
-                        {}};
+  ReadmeSection section{
+      readme.substr(begin, end - begin) + "\n" +
+          read_text(std::filesystem::path(TXL_SOURCE_DIR) / "docs" / "environment.md"),
+      {}};
   std::istringstream in(section.text);
   const std::regex row(R"(^\| `([A-Za-z0-9_]+)` \| ([^|]*) \|)");
   for (std::string line; std::getline(in, line);) {

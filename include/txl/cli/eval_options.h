@@ -70,7 +70,4 @@ EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids = false
 // empty for none: the probes score the model without it, so --probes beside one is refused.
 ProbeRequest check_probe_options(const EvalCliOptions& o, const std::string& aid = "");
 
-// What a probe sees of a loaded run: the model, the split, the evaluated lengths.
-ProbeSubject probe_subject(const LoadedEval& loaded, Precision precision);
-
 }  // namespace txl

@@ -5,7 +5,7 @@
 // InputError and writes nothing.
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,12 +30,8 @@ struct RunSpec {
 RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base);
 
 // The plan's settings hold for every run; a run given as DIR@aid replaces the aid.
-// `extension` is called once per run (index r): check before any run is evaluated, run
-// after every run's lengths are.
 struct CompareOptions : EvalPlan {
   std::vector<std::string> runs;  // parse_run_spec arguments, at least one
-  std::function<void(const LoadedEval&, size_t r)> check_run;
-  std::function<void(const LoadedEval&, size_t r)> after_run;
 };
 
 struct CompareOutcome {
@@ -43,7 +39,29 @@ struct CompareOutcome {
   EncodeStats stats;  // the first run's split: tokens scored as <unk>
 };
 
-// Prints one line per evaluated length on stderr (and progress for long ones).
+// The comparison in its two phases, so that a caller can add checks of its own between them
+// (the probes' plan, per run): constructing it loads and checks every run (same vocabulary,
+// same text, the method and lengths apply and fit in memory); the token cache's new entries
+// are held until commit(). evaluate() then scores every run's column, printing one line per
+// evaluated length on stderr (and progress for long ones).
+class PreparedComparison {
+ public:
+  explicit PreparedComparison(const CompareOptions& options);
+  ~PreparedComparison();
+  PreparedComparison(const PreparedComparison&) = delete;
+  PreparedComparison& operator=(const PreparedComparison&) = delete;
+
+  size_t runs() const;
+  LoadedEval loaded(size_t r);  // run r as given (its split, the compared lengths)
+  void commit();
+  CompareOutcome evaluate();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Both phases at once.
 CompareOutcome compare_runs(const CompareOptions& options);
 
 // Perplexity against length, one series per run with its interval band, the training

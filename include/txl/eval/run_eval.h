@@ -5,10 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "txl/data/token_cache.h"
 #include "txl/data/tokenizer.h"
 #include "txl/eval/report.h"
 #include "txl/eval/request.h"
@@ -16,22 +16,16 @@
 
 namespace txl {
 
-// What a higher layer (the probes) does with the same loaded run and split: `check` runs
-// with the evaluation's own checks, before anything is evaluated or written; `run` after
-// the lengths are evaluated. Either may be empty.
+// A loaded run as a higher layer (the probes, probe/assessment.h) sees it: the model, the
+// split, the lengths.
 struct LoadedEval {
   LoadedRun& run;
   const std::vector<int32_t>& ids;      // the split
   const std::vector<int64_t>& lengths;  // resolved (the run's eval.lengths by default)
 };
-struct RunEvalExtension {
-  std::function<void(const LoadedEval&)> check;
-  std::function<void(const LoadedEval&)> run;
-};
 
 struct RunEvalOptions : EvalPlan {
   std::string run_dir;
-  RunEvalExtension extension;
 };
 
 struct RunEvalOutcome {
@@ -39,11 +33,35 @@ struct RunEvalOutcome {
   EncodeStats stats;  // tokens of the split scored as <unk>
 };
 
-// Prints one line per evaluated length on stderr (and progress for long ones).
-RunEvalOutcome evaluate_run(const RunEvalOptions& options);
+// The evaluation of one run in its two phases, so that a caller can add checks of its own
+// between them (the probes' plan): constructing it loads the run and the split and checks
+// every length (the request, then that it fits in memory; none with check_lengths false:
+// the probes alone, txl eval --shard). The token cache's new entries are held until commit(),
+// so a refusal by a later check writes nothing. evaluate() then scores every length through
+// the run's cache, printing one line per length on stderr (and progress for long ones).
+class PreparedEval {
+ public:
+  explicit PreparedEval(const RunEvalOptions& options, bool check_lengths = true);
+  PreparedEval(const PreparedEval&) = delete;
+  PreparedEval& operator=(const PreparedEval&) = delete;
 
-// The run and split loaded as evaluate_run loads them, and the extension's check and run
-// called, with no length evaluated: the probes alone (txl eval --shard).
-void run_extension_alone(const RunEvalOptions& options);
+  LoadedEval loaded() { return {run_, ids_, lengths_}; }
+  void commit() { cache_writes_.commit(); }
+  RunEvalOutcome evaluate();
+
+ private:
+  EvalRequest request(int64_t length) const;
+
+  RunEvalOptions options_;
+  LoadedRun run_;
+  std::string split_;
+  std::vector<int64_t> lengths_;
+  EncodeStats stats_;
+  TokenCacheWrites cache_writes_;
+  std::vector<int32_t> ids_;
+};
+
+// Both phases at once.
+RunEvalOutcome evaluate_run(const RunEvalOptions& options);
 
 }  // namespace txl
