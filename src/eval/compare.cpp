@@ -30,7 +30,7 @@ std::string cell(const Comparison& c, const CompareRun& run, size_t i) {
   std::string s = fmt::format("{:.3f}", e.ppl());
   if (ci.valid) s += fmt::format(" [{:.3f},{:.3f}]", std::exp(ci.lo), std::exp(ci.hi));
   if (reports_bpc(c.tokenizer)) s += fmt::format(" {:.4f}", e.bpc());
-  s += e.length == run.train_length ? " *" : "  ";
+  s += e.length == run.identity.train_length ? " *" : "  ";
   return s;
 }
 
@@ -59,14 +59,10 @@ nlohmann::json comparison_to_json(const Comparison& c) {
       if (c.per_position) row["per_position"] = per_position_to_json(run.results[i]);
       results.push_back(row);
     }
-    runs.push_back({{"name", run.name},
-                    {"dir", run.dir},
-                    {"encoding", run.encoding},
-                    {"train_length", run.train_length},
-                    {"checkpoint", run.checkpoint},
-                    {"checkpoint_step", run.checkpoint_step},
-                    {"supported", run.supported},
-                    {"results", results}});
+    nlohmann::json j = {
+        {"name", run.name}, {"dir", run.dir}, {"supported", run.supported}, {"results", results}};
+    add_run_identity(j, run.identity);
+    runs.push_back(j);
   }
   nlohmann::json j = {{"corpus", c.corpus},
                       {"data_dir", c.data_dir},
@@ -121,8 +117,10 @@ std::string comparison_heading(const Comparison& c) {
   if (any && !any->results.empty()) out += "method " + describe_method(any->results.front()) + "\n";
   for (const auto& run : c.runs) {
     out += fmt::format("  {}: {} encoding, trained at length {}, {} step {}{}\n", run.name,
-                       run.encoding, run.train_length, run.checkpoint, run.checkpoint_step,
-                       run.supported ? "" : " (n/a: method memory needs an encoding with memory)");
+                       run.identity.encoding, run.identity.train_length, run.identity.checkpoint,
+                       run.identity.checkpoint_step,
+                       run.supported ? "" : " (n/a: " + run.unsupported + ")");
+    if (!run.identity.origin.empty()) out += "    " + run.identity.origin + "\n";
     for (size_t i = 0; i < run.skipped.size(); ++i) {
       if (!run.skipped[i].empty())
         out += fmt::format("    n/a at {}: {}\n", c.lengths[i], run.skipped[i]);
@@ -138,7 +136,8 @@ std::string comparison_rows(const Comparison& c) {
   std::string out;
   std::vector<std::string> headers;
   std::vector<std::vector<std::string>> cells(c.lengths.size());
-  for (const auto& run : c.runs) headers.push_back(fmt::format("{} ({})", run.name, run.encoding));
+  for (const auto& run : c.runs)
+    headers.push_back(fmt::format("{} ({})", run.name, run.identity.encoding));
   std::vector<size_t> widths(c.runs.size());
   for (size_t r = 0; r < c.runs.size(); ++r) {
     widths[r] = headers[r].size();

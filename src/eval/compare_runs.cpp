@@ -156,13 +156,14 @@ CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>
   CompareRun cr;
   cr.dir = c.specs[r].dir;
   cr.name = run_name(cr.dir) + c.specs[r].suffix;
-  cr.encoding = to_string(run.config.model.pos_encoding);
-  cr.train_length = run.config.train.tgt_len;
-  cr.checkpoint_step = run.state.step;
   cr.supported = c.supported[r];
+  if (!cr.supported) {
+    cr.unsupported = "--method " + c.specs[r].settings.protocol + " does not apply: " +
+                     protocol_inapplicable(run.config.model, c.specs[r].settings.protocol);
+  }
   cr.skipped = c.skipped[r];
   CachedEvaluator evaluator(run, o.checkpoint, c.split, ids, o.read_cache);
-  cr.checkpoint = evaluator.subject().checkpoint;
+  cr.identity = identify_run(run, evaluator.subject().checkpoint);
   if (!cr.supported) return cr;
   for (size_t i = 0; i < c.lengths.size(); ++i) {
     const int64_t length = c.lengths[i];
@@ -299,7 +300,7 @@ PlotSpec comparison_plot(const Comparison& c) {
   for (const auto& run : c.runs) {
     if (!run.supported) continue;
     PlotSeries s;
-    s.label = fmt::format("{} ({})", run.name, run.encoding);
+    s.label = fmt::format("{} ({})", run.name, run.identity.encoding);
     for (size_t i = 0; i < run.results.size(); ++i) {
       if (!run.evaluated(i)) continue;  // past a learned table
       const auto& e = run.results[i];
@@ -310,8 +311,9 @@ PlotSpec comparison_plot(const Comparison& c) {
       s.hi.push_back(ci.valid ? std::exp(ci.hi) : e.ppl());
     }
     spec.series.push_back(s);
-    if (std::find(spec.marks.begin(), spec.marks.end(), run.train_length) == spec.marks.end()) {
-      spec.marks.push_back(run.train_length);
+    if (std::find(spec.marks.begin(), spec.marks.end(), run.identity.train_length) ==
+        spec.marks.end()) {
+      spec.marks.push_back(run.identity.train_length);
     }
   }
   return spec;

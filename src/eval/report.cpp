@@ -116,29 +116,39 @@ nlohmann::json report_to_json(const EvalReport& r) {
     if (r.per_position) row["per_position"] = per_position_to_json(e);
     results.push_back(row);
   }
-  return {{"run", r.run},
-          {"split", r.split},
-          {"method", r.results.empty() ? "" : r.results.front().protocol},
-          {"encoding", r.encoding},
-          {"tokenizer", r.tokenizer},
-          {"train_length", r.train_length},
-          {"bytes_per_token", r.bytes_per_token},
-          {"checkpoint", r.checkpoint},
-          {"checkpoint_step", r.checkpoint_step},
-          {"origin", r.origin},
-          {"precision", r.precision},
-          {"interval", to_json(r.bootstrap)},
-          {"results", results}};
+  nlohmann::json j = {{"run", r.run},
+                      {"split", r.split},
+                      {"method", r.results.empty() ? "" : r.results.front().protocol},
+                      {"tokenizer", r.tokenizer},
+                      {"bytes_per_token", r.bytes_per_token},
+                      {"precision", r.precision},
+                      {"interval", to_json(r.bootstrap)},
+                      {"results", results}};
+  add_run_identity(j, r.identity);
+  return j;
+}
+
+RunIdentity identify_run(const LoadedRun& run, const std::string& checkpoint_file) {
+  return {to_string(run.config.model.pos_encoding), run.config.train.tgt_len, checkpoint_file,
+          run.state.step, describe_origin(run.paths)};
+}
+
+void add_run_identity(nlohmann::json& j, const RunIdentity& id) {
+  j["encoding"] = id.encoding;
+  j["train_length"] = id.train_length;
+  j["checkpoint"] = id.checkpoint;
+  j["checkpoint_step"] = id.checkpoint_step;
+  j["origin"] = id.origin;
 }
 
 std::string format_report_table(const EvalReport& r) {
   const bool chars = reports_bpc(r.tokenizer);
   const bool bytes = r.bytes_per_token > 0;
-  std::string out =
-      fmt::format("run {} | {} | {} split | {} step {} | trained at length {}{}\n", r.run,
-                  r.encoding, r.split, r.checkpoint, r.checkpoint_step, r.train_length,
-                  r.precision == "fp32" ? "" : " | precision " + r.precision);
-  if (!r.origin.empty()) out += r.origin + "\n";
+  std::string out = fmt::format("run {} | {} | {} split | {} step {} | trained at length {}{}\n",
+                                r.run, r.identity.encoding, r.split, r.identity.checkpoint,
+                                r.identity.checkpoint_step, r.identity.train_length,
+                                r.precision == "fp32" ? "" : " | precision " + r.precision);
+  if (!r.identity.origin.empty()) out += r.identity.origin + "\n";
   if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
   out += fmt::format(
       "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length", "method", "setting",
@@ -146,7 +156,7 @@ std::string format_report_table(const EvalReport& r) {
       (chars ? fmt::format(" {:>7}", "bpc") : "") + (bytes ? fmt::format(" {:>7}", "bpb") : ""));
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
-    std::string mark = e.length == r.train_length ? " *" : "";
+    std::string mark = e.length == r.identity.train_length ? " *" : "";
     if (!short_window_note(e).empty()) mark += " !";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
     out += fmt::format(

@@ -39,12 +39,8 @@ RunEvalOutcome PreparedEval::evaluate() {
   EvalReport& report = out.report;
   report.run = options_.run_dir;
   report.split = split_;
-  report.encoding = to_string(run_.config.model.pos_encoding);
+  report.identity = identify_run(run_, evaluator.subject().checkpoint);
   report.tokenizer = to_string(run_.config.data.tokenizer);
-  report.train_length = run_.config.train.tgt_len;
-  report.checkpoint = evaluator.subject().checkpoint;
-  report.checkpoint_step = run_.state.step;
-  report.origin = describe_origin(run_.paths);
   report.precision = to_string(options_.settings.precision);
   report.per_position = options_.per_position;
   report.bytes_per_token = bytes_per_token(stats_);

@@ -10,19 +10,18 @@
 
 #include "txl/eval/evaluate.h"
 #include "txl/eval/interval.h"
+#include "txl/eval/report.h"
 
 namespace txl {
 
 struct CompareRun {
   std::string dir;
-  std::string name;          // the directory's last component
-  std::string encoding;      // model.pos_encoding
-  int64_t train_length = 0;  // train.tgt_len
-  std::string checkpoint;    // file name, e.g. best.pt
-  int64_t checkpoint_step = 0;
+  std::string name;  // the directory's last component
+  RunIdentity identity;
   // False when the method does not apply to this run (memory with an absolute encoding):
-  // the run's cells read "n/a" and `results` is empty.
+  // the run's cells read "n/a" and `results` is empty; `unsupported` says why.
   bool supported = true;
+  std::string unsupported;
   std::vector<EvalResult> results;  // one per length, same order as Comparison::lengths
   std::vector<bool> cached;         // per result: reused from RUN/eval-cache
   // Per length: why it was not evaluated ("" = evaluated; e.g. past a learned table). A

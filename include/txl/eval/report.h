@@ -7,18 +7,28 @@
 
 #include "txl/eval/evaluate.h"
 #include "txl/eval/interval.h"
+#include "txl/run/run_dir.h"
 
 namespace txl {
 
-struct EvalReport {
-  std::string run;           // run directory
-  std::string split;         // valid | test
+// Which weights were scored, as every output that shows a run says it (eval's report, each
+// column of a comparison), written by one function.
+struct RunIdentity {
   std::string encoding;      // model.pos_encoding
-  std::string tokenizer;     // char | byte | word | bpe | unigram
   int64_t train_length = 0;  // train.tgt_len, marked in tables
   std::string checkpoint;    // checkpoint file name, e.g. best.pt
   int64_t checkpoint_step = 0;
   std::string origin;  // describe_origin (run_dir.h): "imported from ..." / "fine-tuned from ..."
+};
+RunIdentity identify_run(const LoadedRun& run, const std::string& checkpoint_file);
+// {"encoding", "train_length", "checkpoint", "checkpoint_step", "origin"} added to `j`.
+void add_run_identity(nlohmann::json& j, const RunIdentity& id);
+
+struct EvalReport {
+  std::string run;    // run directory
+  std::string split;  // valid | test
+  RunIdentity identity;
+  std::string tokenizer;           // char | byte | word | bpe | unigram
   std::string precision = "fp32";  // fp32 | bf16 (--precision): in the JSON and the table
   std::vector<EvalResult> results;
   std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)
