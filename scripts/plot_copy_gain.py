@@ -40,8 +40,9 @@ def main(argv):
                     f.write("%g %g %g %g\n" % row)
             plots.append(f"'{data}' using 1:3:4 with filledcurves fs transparent solid 0.2 "
                          f"lc {i + 1} notitle")
+            title = label.replace("'", "''")  # gnuplot's single quotes
             plots.append(f"'{data}' using 1:2 with linespoints lw 2 pt 7 lc {i + 1} "
-                         f"title '{label}'")
+                         f"title '{title}'")
         script = "\n".join([
             "set terminal pngcairo size 900,520 font ',11'",
             f"set output '{out}'",
@@ -49,7 +50,7 @@ def main(argv):
             "set xlabel 'distance d between the span and its repetition (tokens, log2 scale)'",
             "set ylabel 'copy gain (nats/token)'",
             "set title 'Copy gain against distance, 95% interval over instances'",
-            "set key top right",
+            "set key center right",
             "set grid",
             "plot " + ", \\\n  ".join(plots),
         ])
