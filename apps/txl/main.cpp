@@ -16,7 +16,7 @@
 int main(int argc, char** argv) {
   txl::install_crash_report();
   txl::ensure_fast_blas(argc, argv);
-  txl::reuse_freed_memory();
+  txl::reuse_freed_ram();
   CLI::App app{"txl: Transformer-XL language models and position-encoding length studies"};
   app.require_subcommand(1);
   int exit_code = txl::kExitOk;

@@ -19,7 +19,7 @@
 #include "txl/cli/output_path.h"
 #include "txl/config/adaptive.h"
 #include "txl/config/encodings.h"
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/request.h"
 #include "txl/platform/device.h"
 #include "txl/platform/process.h"
@@ -305,11 +305,12 @@ void check_long_windows_fit(const BenchCommandOptions& o, const Config& config) 
     Config c = with_encoding(config, traits.id);
     if (long_window_skipped(c, o.long_length).empty()) measured.push_back(std::move(c));
   }
-  const double available = available_memory_bytes();
+  const double available = available_ram_bytes();
   const EvalRequest r = make_eval_request(EvalSettings{}, o.long_length, o.long_length);
   for (const Config& c : measured) {
     try {
-      check_eval_memory(estimate_eval_memory(c.model, o.vocab, r, o.long_length), r, available);
+      check_eval_footprint(estimate_eval_footprint(c.model, o.vocab, r, o.long_length), r,
+                           available);
     } catch (const InputError& e) {
       throw InputError("--long-length " + std::to_string(o.long_length) + " (" +
                        to_string(c.model.pos_encoding) + "): " + e.what());

@@ -121,7 +121,7 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
     vocab = static_cast<int64_t>(corpus->vocab.size());
   }
   const DryRun run =
-      dry_run(config, vocab, available_memory_bytes(), corpus ? &corpus->train : nullptr);
+      dry_run(config, vocab, available_ram_bytes(), corpus ? &corpus->train : nullptr);
   fmt::print("{}", format_dry_run(run, config));
   return 0;
 }

@@ -9,7 +9,7 @@
 #include "txl/config/encodings.h"
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/progress.h"
 #include "txl/eval/protocol.h"
 #include "txl/run/run_dir.h"

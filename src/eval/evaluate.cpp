@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/protocol.h"
 #include "txl/platform/runtime.h"
 #include "txl/util/error.h"

@@ -4,7 +4,7 @@
 
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/progress.h"
 #include "txl/run/run_dir.h"

@@ -1,4 +1,4 @@
-// The block-reusing CPU allocator behind reuse_freed_memory() (declared in runtime.h).
+// The block-reusing CPU allocator behind reuse_freed_ram() (declared in runtime.h).
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <malloc.h>
@@ -29,7 +29,7 @@ namespace txl {
 namespace {
 
 // glibc's largest mmap threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit): smaller blocks
-// stay in its heap (see reuse_freed_memory), these come from mmap and are kept here.
+// stay in its heap (see reuse_freed_ram), these come from mmap and are kept here.
 constexpr int kMmapThreshold = 32 << 20;
 constexpr size_t kMinKeptBytes = kMmapThreshold;
 
@@ -68,7 +68,7 @@ class ReusingCpuAllocator final : public c10::Allocator {
 
   static ReusingCpuAllocator* instance;
 
-  TensorMemory stats() const {
+  TensorBytes stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
     int64_t kept = 0;
     for (const Block& b : kept_) kept += static_cast<int64_t>(b.size);
@@ -156,23 +156,23 @@ ReusingCpuAllocator* ReusingCpuAllocator::instance = nullptr;
 
 }  // namespace
 
-TensorMemory tensor_memory() {
+TensorBytes tensor_bytes() {
   if (ReusingCpuAllocator::instance == nullptr) return {};
   return ReusingCpuAllocator::instance->stats();
 }
 
-void reset_tensor_memory_peak() {
+void reset_tensor_bytes_peak() {
   if (ReusingCpuAllocator::instance != nullptr) ReusingCpuAllocator::instance->reset_peak();
 }
 
-void release_free_memory() {
+void release_free_ram() {
   if (ReusingCpuAllocator::instance != nullptr) ReusingCpuAllocator::instance->release_kept();
 #if defined(__GLIBC__)
   ::malloc_trim(0);
 #endif
 }
 
-void reuse_freed_memory() {
+void reuse_freed_ram() {
   if (env_is("TXL_SYSTEM_MALLOC", "1")) return;
   if (ReusingCpuAllocator::instance != nullptr) return;
 #if defined(__GLIBC__)

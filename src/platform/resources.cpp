@@ -34,7 +34,7 @@ double current_rss_mb() {
          (1024.0 * 1024.0);
 }
 
-double available_memory_bytes() {
+double available_ram_bytes() {
   double available = 0.0;
   std::ifstream meminfo("/proc/meminfo");
   std::string name, unit;

@@ -8,7 +8,7 @@
 #include <cctype>
 #include <cmath>
 
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/platform/resources.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
@@ -215,9 +215,9 @@ void check_probe_memory(const Probe& probe, const ProbeSubject& subject, const P
   EvalRequest pass;
   pass.length = w.window - 1;
   pass.batch_tokens = subject.config->eval.batch_tokens;
-  const EvalMemoryEstimate e =
-      estimate_eval_memory(subject.config->model, static_cast<int64_t>(subject.vocab->size()), pass,
-                           w.windows * pass.length);
+  const EvalFootprint e =
+      estimate_eval_footprint(subject.config->model, static_cast<int64_t>(subject.vocab->size()),
+                              pass, w.windows * pass.length);
   const double total = w.instance_bytes + e.total_bytes();
   if (total <= available_bytes) return;
   throw InputError(fmt::format(
@@ -256,7 +256,7 @@ ProbeValues resolve_probe_values(const Probe& probe, const ProbeRequest& request
   }
   const ProbeWorkload w = probe.workload(subject, v);
   check_probe_budget(probe, w, request.max_tokens, where);
-  check_probe_memory(probe, subject, w, available_memory_bytes());
+  check_probe_memory(probe, subject, w, available_ram_bytes());
   probe.check(subject, v);
   return v;
 }

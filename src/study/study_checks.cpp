@@ -9,7 +9,7 @@
 #include "txl/platform/resources.h"
 #include "txl/probe/run_probes.h"
 #include "txl/train/batcher.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -72,10 +72,10 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
     }
   }
   const int64_t vocab = static_cast<int64_t>(it->second.vocab.size());
-  const MemoryEstimate estimate =
-      estimate_training_memory(cell.config, vocab, longest_segment(train));
+  const TrainingFootprint estimate =
+      estimate_training_footprint(cell.config, vocab, longest_segment(train));
   try {
-    check_training_memory(estimate, memory_share);
+    check_training_footprint(estimate, memory_share);
   } catch (const InputError& e) {
     if (jobs <= 1) throw;
     throw InputError(
@@ -95,7 +95,7 @@ void check_cells_can_train(const StudySpec& spec, const StudyPaths& paths,
   }
   const int64_t at_once =
       std::max<int64_t>(1, std::min<int64_t>(jobs, static_cast<int64_t>(to_train.size())));
-  const double available = available_memory_bytes();
+  const double available = available_ram_bytes();
   std::map<std::string, CorpusFacts> corpora;
   for (const StudyCell* cell : to_train) {
     try {

@@ -8,7 +8,7 @@
 #include "txl/data/vocab.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/batcher.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/util/fs.h"
 #include "txl/util/json.h"
 #include "txl/util/text.h"
@@ -23,7 +23,7 @@ double dead_run_estimate(const RunPaths& paths) {
   try {
     const Config config = config_from_json(read_json_file(paths.config()), paths.config());
     const int64_t vocab = static_cast<int64_t>(Vocab::load(paths.vocab()).size());
-    return estimate_training_memory(config, vocab, longest_segment(config.train)).total_bytes();
+    return estimate_training_footprint(config, vocab, longest_segment(config.train)).total_bytes();
   } catch (const std::exception&) {
     return 0.0;
   }

@@ -5,7 +5,7 @@
 #include "txl/config/adaptive.h"
 #include "txl/config/encodings.h"
 #include "txl/train/batcher.h"
-#include "txl/train/step_memory.h"
+#include "txl/train/step_footprint.h"
 
 namespace txl {
 
@@ -16,7 +16,7 @@ DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes,
   r.vocab_size = vocab_size;
   r.segment_len = longest_segment(config.train);
   r.estimate =
-      measure_training_memory(config, vocab_size, r.segment_len, train_tokens, available_bytes);
+      measure_training_footprint(config, vocab_size, r.segment_len, train_tokens, available_bytes);
   const bool memory = encoding_traits(config.model.pos_encoding).takes_memory;
   r.flops = model_flops(config.model, vocab_size, config.train.batch_size, r.segment_len,
                         memory ? config.train.mem_len : 0);
@@ -26,7 +26,7 @@ DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes,
 
 std::string format_dry_run(const DryRun& r, const Config& c) {
   constexpr double kGB = 1e9;
-  const MemoryEstimate& e = r.estimate;
+  const TrainingFootprint& e = r.estimate;
   std::string out = fmt::format(
       "model: {} layers, d_model {}, {} heads x {}, d_inner {}, {} encoding, vocabulary {}\n"
       "parameters: {:.0f}\n"

@@ -13,8 +13,8 @@
 #include "txl/train/batcher.h"
 #include "txl/train/dead_run.h"
 #include "txl/train/distributed.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/train/init_from.h"
-#include "txl/train/memory_estimate.h"
 #include "txl/train/resume.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -219,7 +219,7 @@ void prepare_new_run(const TrainRequest& o, PreparedTraining& p) {
   // Every check that can fail on the input comes before the run directory is made or
   // cleared: a refused run leaves the disk as it was.
   if (const std::string dead =
-          o.force ? "" : dead_run_diagnosis(options.run_dir, available_memory_bytes());
+          o.force ? "" : dead_run_diagnosis(options.run_dir, available_ram_bytes());
       !dead.empty())
     throw InputError("--run-dir " + options.run_dir + " " + dead);
   check_run_dir(options.run_dir, o.force);
@@ -279,10 +279,10 @@ void check_launch(const TrainRequest& request, int nproc, bool oversubscribe) {
   // those of its share of the streams.
   Config rank_config = p.config;
   rank_config.train.batch_size /= nproc;
-  const MemoryEstimate rank = estimate_training_memory(
+  const TrainingFootprint rank = estimate_training_footprint(
       rank_config, static_cast<int64_t>(p.corpus.vocab.size()), longest_segment(p.config.train));
   const double each = rank.total_bytes() + kProcessBaseBytes;
-  const double available = available_memory_bytes();
+  const double available = available_ram_bytes();
   if (available > 0 && each * nproc > available) {
     throw InputError(fmt::format(
         "--nproc {}: {} processes need at least {} ({} each: the model, its gradients and AdamW "

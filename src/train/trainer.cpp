@@ -25,8 +25,8 @@
 #include "txl/train/adamw_step.h"
 #include "txl/train/batcher.h"
 #include "txl/train/distributed.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/train/grad_clip.h"
-#include "txl/train/memory_estimate.h"
 #include "txl/train/metrics_log.h"
 #include "txl/train/resume.h"
 #include "txl/train/schedule.h"
@@ -342,8 +342,7 @@ void log_progress(TrainRun& run, double lr) {
   if (state.skipped_steps > 0) line["skipped_steps"] = state.skipped_steps;
   // Memory so far: the process's peak resident size and the most tensor bytes live at once.
   line["peak_rss_mb"] = peak_rss_mb();
-  if (const TensorMemory t = tensor_memory(); t.counted)
-    line["peak_tensor_mb"] = t.peak_bytes / 1e6;
+  if (const TensorBytes t = tensor_bytes(); t.counted) line["peak_tensor_mb"] = t.peak_bytes / 1e6;
   write_metrics(run, line);  // a NaN mean (all steps skipped) is written as null
   run.summary.last_loss = mean_loss;
   state.interval_loss_sum = 0.0;

@@ -6,8 +6,8 @@
 
 #include "txl/platform/resources.h"
 #include "txl/train/batcher.h"
-#include "txl/train/memory_estimate.h"
-#include "txl/train/step_memory.h"
+#include "txl/train/footprint_estimate.h"
+#include "txl/train/step_footprint.h"
 #include "txl/train/trainer.h"
 #include "txl/util/clock.h"
 
@@ -33,12 +33,13 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const 
   const auto& tc = config.train;
   check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
                          longest_segment(tc));
-  const double available = available_memory_bytes();
+  const double available = available_ram_bytes();
   Config process = config;  // what one process trains: its share of the streams
   process.train.batch_size = std::max<int64_t>(1, tc.batch_size / std::max(1, world_size));
-  check_training_memory(measure_training_memory(process, corpus.vocab.size(), longest_segment(tc),
-                                                &corpus.train, available),
-                        available);
+  check_training_footprint(
+      measure_training_footprint(process, corpus.vocab.size(), longest_segment(tc), &corpus.train,
+                                 available),
+      available);
   own.commit();
   return corpus;
 }

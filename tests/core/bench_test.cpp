@@ -15,7 +15,7 @@
 #include "cli_harness.h"
 #include "txl/config/encodings.h"
 #include "txl/platform/cpu.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -197,7 +197,7 @@ TEST(BenchMemory, ModelsHeldAtOnceMustFitTogether) {
   auto j = nlohmann::json::parse(kTinyConfig);
   j["data"]["dir"] = "unused";  // a config must name one; the bench reads no corpus
   const Config c = config_from_json(j, "tiny");
-  const auto e = estimate_training_memory(c, kVocab, c.train.tgt_len);
+  const auto e = estimate_training_footprint(c, kVocab, c.train.tgt_len);
   const double states = e.weight_bytes + e.gradient_bytes + e.optimizer_bytes;
   ASSERT_GT(states, 0.0);
   const double limit_mb = (2 * states + e.activation_bytes) / (1024.0 * 1024.0);

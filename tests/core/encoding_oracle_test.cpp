@@ -17,7 +17,7 @@
 #include "txl/model/encodings/t5.h"
 #include "txl/model/positional.h"
 #include "txl/model/transformer.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 
 namespace txl {
 namespace {

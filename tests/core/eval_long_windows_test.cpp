@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/progress.h"
 #include "txl/eval/report.h"
@@ -106,7 +106,7 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   auto at = [&](int64_t length, int64_t vocab) {
     auto r = request("nonoverlap", length);
     r.batch_tokens = 8192;
-    return estimate_eval_memory(m, vocab, r, int64_t{1} << 20);
+    return estimate_eval_footprint(m, vocab, r, int64_t{1} << 20);
   };
   // Past the score budget (one layer's scores of 4 x 16384 x 16384 floats are 4 GiB), the
   // estimate is linear in the length: doubling the length again adds twice as much (a
@@ -122,8 +122,8 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   }
   // Before it, attention is quadratic: 512 -> 1024 on one window per pass is ~4x.
   auto r512 = request("nonoverlap", 512), r1024 = request("nonoverlap", 1024);
-  const auto small = estimate_eval_memory(m, 80, r512, 512).attention_bytes;
-  const auto large = estimate_eval_memory(m, 80, r1024, 1024).attention_bytes;
+  const auto small = estimate_eval_footprint(m, 80, r512, 512).attention_bytes;
+  const auto large = estimate_eval_footprint(m, 80, r1024, 1024).attention_bytes;
   EXPECT_DOUBLE_EQ(large, 4 * small);
   // A 33k-word vocabulary at 65536: logits in blocks, not 65536 x 33278 floats (8.7 GB).
   EXPECT_LT(at(65536, 33278).output_bytes, 3.0 * static_cast<double>(kLogitBudgetBytes));
@@ -132,18 +132,18 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   auto mem = request("memory", 64);
   mem.settings.set("mem_len", 64);
   mem.settings.set("streams", 1);
-  EXPECT_DOUBLE_EQ(estimate_eval_memory(m, 80, mem, 10000).memory_bytes,
+  EXPECT_DOUBLE_EQ(estimate_eval_footprint(m, 80, mem, 10000).memory_bytes,
                    4.0 * 2 * 3 * 64 * (128 + 2 * 4 * 32));
 }
 
 TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
   const ModelConfig m = demo_model();
   auto r = request("nonoverlap", 65536);
-  const auto e = estimate_eval_memory(m, 80, r, 1000000);
-  EXPECT_NO_THROW(check_eval_memory(e, r, 0));  // unknown: nothing checked
-  EXPECT_NO_THROW(check_eval_memory(e, r, e.total_bytes()));
+  const auto e = estimate_eval_footprint(m, 80, r, 1000000);
+  EXPECT_NO_THROW(check_eval_footprint(e, r, 0));  // unknown: nothing checked
+  EXPECT_NO_THROW(check_eval_footprint(e, r, e.total_bytes()));
   try {
-    check_eval_memory(e, r, 0.5 * e.total_bytes());
+    check_eval_footprint(e, r, 0.5 * e.total_bytes());
     FAIL() << "expected an InputError";
   } catch (const InputError& error) {
     const std::string what = error.what();
@@ -154,7 +154,7 @@ TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
   auto mem = request("memory", 4096);
   mem.settings.set("mem_len", 4096);
   try {
-    check_eval_memory(estimate_eval_memory(m, 80, mem, 1000000), mem, 1.0);
+    check_eval_footprint(estimate_eval_footprint(m, 80, mem, 1000000), mem, 1.0);
     FAIL() << "expected an InputError";
   } catch (const InputError& error) {
     EXPECT_NE(std::string(error.what()).find("fewer --streams"), std::string::npos) << error.what();

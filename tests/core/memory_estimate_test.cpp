@@ -4,14 +4,13 @@
 //  - it stays far below any machine's memory for the shipped configs, so none is refused,
 //    and far above it for a mistyped model.n_layer;
 //  - the refusal names the estimate and the available memory in GB.
-#include "txl/train/memory_estimate.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "test_util.h"
 #include "txl/model/transformer.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -88,9 +87,9 @@ TEST(MemoryEstimate, AdaptiveOutputCountsTheHeadAndTheWidestTail) {
   c.train.batch_size = 2;
   c.train.mem_len = 0;
   const int64_t V = 267735, Q = 10;
-  const double full = estimate_training_memory(c, V, Q).activation_bytes;
+  const double full = estimate_training_footprint(c, V, Q).activation_bytes;
   c.model.adaptive = AdaptiveConfig{{20000, 40000, 200000}, 1, {false, true, true, true}};
-  const double adaptive = estimate_training_memory(c, V, Q).activation_bytes;
+  const double adaptive = estimate_training_footprint(c, V, Q).activation_bytes;
   EXPECT_DOUBLE_EQ(full - adaptive, 2.0 * Q * (V - (20000 + 3 + 160000)) * 4);
 }
 
@@ -107,23 +106,23 @@ TEST(MemoryEstimate, ShippedConfigsNeedWellUnderAGigabyte) {
     ++seen;
     const Config c = shipped_config(entry.path().filename().string());
     // 10000: Penn Treebank's vocabulary, larger than the char corpora's.
-    const auto e = estimate_training_memory(c, 10000, c.train.tgt_len);
+    const auto e = estimate_training_footprint(c, 10000, c.train.tgt_len);
     EXPECT_LT(e.total_bytes(), 1 * kGB) << entry.path();
-    EXPECT_NO_THROW(check_training_memory(e, 2 * kGB)) << entry.path();
+    EXPECT_NO_THROW(check_training_footprint(e, 2 * kGB)) << entry.path();
   }
   EXPECT_GE(seen, 5u);
 }
 
 TEST(MemoryEstimate, CountsAdamWStateGradientsAndActivations) {
   Config c = shipped_config("ptb-word-relative.json");
-  const auto e = estimate_training_memory(c, 10000, c.train.tgt_len);
+  const auto e = estimate_training_footprint(c, 10000, c.train.tgt_len);
   EXPECT_EQ(e.weight_bytes, 4 * e.parameters);
   EXPECT_EQ(e.gradient_bytes, e.weight_bytes);
   EXPECT_EQ(e.optimizer_bytes, 2 * e.weight_bytes);
   EXPECT_GT(e.activation_bytes, 0);
   // Longer segments and more streams keep more activations; the weights stay the same.
   c.train.batch_size *= 2;
-  const auto wider = estimate_training_memory(c, 10000, 2 * c.train.tgt_len);
+  const auto wider = estimate_training_footprint(c, 10000, 2 * c.train.tgt_len);
   EXPECT_GT(wider.activation_bytes, 3 * e.activation_bytes);
   EXPECT_EQ(wider.weight_bytes, e.weight_bytes);
 }
@@ -131,10 +130,10 @@ TEST(MemoryEstimate, CountsAdamWStateGradientsAndActivations) {
 TEST(MemoryEstimate, AMistypedLayerCountIsRefusedNamingBothSizesInGB) {
   Config c = shipped_config("kjv-char-relative.json");
   c.model.n_layer = 100000;
-  const auto e = estimate_training_memory(c, 80, c.train.tgt_len);
+  const auto e = estimate_training_footprint(c, 80, c.train.tgt_len);
   EXPECT_GT(e.total_bytes(), 100 * kGB);
   try {
-    check_training_memory(e, 16 * kGB);
+    check_training_footprint(e, 16 * kGB);
     ADD_FAILURE() << "expected InputError";
   } catch (const InputError& error) {
     const std::string message = error.what();
@@ -143,16 +142,16 @@ TEST(MemoryEstimate, AMistypedLayerCountIsRefusedNamingBothSizesInGB) {
     EXPECT_NE(message.find("model.n_layer"), std::string::npos) << message;
   }
   // Unknown available memory (0) refuses nothing.
-  EXPECT_NO_THROW(check_training_memory(e, 0));
+  EXPECT_NO_THROW(check_training_footprint(e, 0));
 }
 
 // WikiText-103's vocabulary under the paper's base shape with a full softmax: the output layer
 // is most of the estimate, so the refusal names its share and suggests adaptive softmax; a run
 // that has model.adaptive is not told to use it. (The refusal the issue reported
 // named layers, width, batch and lengths, never the vocabulary.)
-std::string refusal(const MemoryEstimate& e, double available_bytes) {
+std::string refusal(const TrainingFootprint& e, double available_bytes) {
   try {
-    check_training_memory(e, available_bytes);
+    check_training_footprint(e, available_bytes);
   } catch (const InputError& error) {
     return error.what();
   }
@@ -163,7 +162,7 @@ std::string refusal(const MemoryEstimate& e, double available_bytes) {
 TEST(MemoryEstimate, ARefusalNamesTheVocabularysShareAndAdaptiveSoftmaxWhereItDominates) {
   Config c = shipped_config("paper/wt103-base.json");
   c.model.adaptive.reset();
-  const auto full = estimate_training_memory(c, 267735, c.train.tgt_len);
+  const auto full = estimate_training_footprint(c, 267735, c.train.tgt_len);
   EXPECT_GT(full.vocabulary_bytes, 0.5 * full.total_bytes());
   const std::string message = refusal(full, 1 * kGB);
   EXPECT_NE(message.find("grows with the vocabulary of 267735 tokens"), std::string::npos)
@@ -171,7 +170,7 @@ TEST(MemoryEstimate, ARefusalNamesTheVocabularysShareAndAdaptiveSoftmaxWhereItDo
   EXPECT_NE(message.find("use adaptive softmax (model.adaptive"), std::string::npos) << message;
 
   const Config paper = shipped_config("paper/wt103-base.json");
-  const auto adaptive = estimate_training_memory(paper, 267735, paper.train.tgt_len);
+  const auto adaptive = estimate_training_footprint(paper, 267735, paper.train.tgt_len);
   const std::string small = refusal(adaptive, 1 * kGB);
   EXPECT_EQ(small.find("adaptive softmax"), std::string::npos) << small;
 }

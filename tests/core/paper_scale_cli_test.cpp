@@ -9,7 +9,7 @@
 
 #include "cli_harness.h"
 #include "txl/model/transformer.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 
 namespace txl {
 namespace {

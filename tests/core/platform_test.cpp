@@ -14,7 +14,7 @@ namespace txl {
 namespace {
 
 TEST(ReuseFreedMemory, SameSizeGetsTheFreedBlockBackOtherSizesDoNot) {
-  reuse_freed_memory();                  // what main() does; installs once
+  reuse_freed_ram();                     // what main() does; installs once
   const int64_t big = int64_t{9} << 20;  // 36 MB of float32: above the 32 MB kept minimum
   void* first = nullptr;
   {
@@ -33,7 +33,7 @@ TEST(ReuseFreedMemory, SameSizeGetsTheFreedBlockBackOtherSizesDoNot) {
 }
 
 TEST(ReuseFreedMemory, RawAllocationsRoundTrip) {
-  reuse_freed_memory();
+  reuse_freed_ram();
   // oneDNN's bf16 kernels allocate through raw_allocate / raw_deallocate.
   auto* allocator = c10::GetCPUAllocator();
   for (size_t bytes : {size_t{1} << 10, size_t{40} << 20}) {

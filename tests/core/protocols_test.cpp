@@ -9,7 +9,7 @@
 #include <set>
 
 #include "cli_harness.h"
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/protocol.h"
 #include "txl/probe/probe.h"
 #include "txl/util/error.h"

@@ -1,4 +1,4 @@
-// The measured training-memory estimate (train/step_memory.h) and what it stands on:
+// The measured training-memory estimate (train/step_footprint.h) and what it stands on:
 //  - the CPU allocator counts the bytes of live tensors and their peak, small blocks and
 //    large, and nothing is left counted once they are freed;
 //  - the estimate's tensors (weights, gradients, AdamW state, the measured step's
@@ -6,8 +6,6 @@
 //    real `txl train` logs in metrics.jsonl for the same config and corpus;
 //  - measuring leaves the random stream where it was, and a run on a device the allocator
 //    does not see gets the formula's estimate, marked as not measured.
-#include "txl/train/step_memory.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +15,7 @@
 #include "txl/config/config.h"
 #include "txl/data/corpus.h"
 #include "txl/platform/runtime.h"
+#include "txl/train/step_footprint.h"
 
 namespace txl {
 namespace {
@@ -30,26 +29,26 @@ using testing::write_text;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 TEST(TensorMemory, CountsTheBytesOfLiveTensorsAndTheirPeak) {
-  reuse_freed_memory();  // as txl's main does; the suite runs in its own process
-  const TensorMemory before = tensor_memory();
+  reuse_freed_ram();  // as txl's main does; the suite runs in its own process
+  const TensorBytes before = tensor_bytes();
   ASSERT_TRUE(before.counted);
   {
     const auto small = torch::empty({1 << 20});   // 4 MiB: malloc's heap
     const auto large = torch::empty({10 << 20});  // 40 MiB: kept for reuse when freed
-    const TensorMemory now = tensor_memory();
+    const TensorBytes now = tensor_bytes();
     EXPECT_GE(now.live_bytes - before.live_bytes, 44 * kMiB);
     EXPECT_LT(now.live_bytes - before.live_bytes, 45 * kMiB);
     EXPECT_GE(now.peak_bytes, now.live_bytes);
     EXPECT_GE(now.small_peak_bytes, 4 * kMiB);
   }
-  const TensorMemory after = tensor_memory();
+  const TensorBytes after = tensor_bytes();
   EXPECT_EQ(after.live_bytes, before.live_bytes);
   EXPECT_GE(after.peak_bytes - before.live_bytes, 44 * kMiB);
   EXPECT_GE(after.kept_bytes, 40 * kMiB);  // the large block, for the next request of its size
-  reset_tensor_memory_peak();
-  EXPECT_EQ(tensor_memory().peak_bytes, after.live_bytes);
-  release_free_memory();
-  EXPECT_EQ(tensor_memory().kept_bytes, 0);
+  reset_tensor_bytes_peak();
+  EXPECT_EQ(tensor_bytes().peak_bytes, after.live_bytes);
+  release_free_ram();
+  EXPECT_EQ(tensor_bytes().kept_bytes, 0);
 }
 
 // 16 streams (past the 8 a measured step takes, so the estimate extrapolates), memory on.
@@ -71,7 +70,7 @@ nlohmann::json sixteen_stream_config(const std::string& dir) {
 }
 
 TEST(MeasuredEstimate, TheTensorsComeWithinFifteenPercentOfARealRunsPeak) {
-  reuse_freed_memory();
+  reuse_freed_ram();
   const std::string root = fresh_dir("measured_estimate");
   const nlohmann::json j = sixteen_stream_config(root);
   const std::string config_path = write_config(root + "/config.json", j);
@@ -86,7 +85,7 @@ TEST(MeasuredEstimate, TheTensorsComeWithinFifteenPercentOfARealRunsPeak) {
 
   const Config config = config_from_json(j, config_path);
   const Corpus corpus = load_corpus(config.data);
-  const MemoryEstimate e = measure_training_memory(
+  const TrainingFootprint e = measure_training_footprint(
       config, static_cast<int64_t>(corpus.vocab.size()), config.train.tgt_len, &corpus.train, 0);
   ASSERT_TRUE(e.measured);
   EXPECT_EQ(e.measured_streams, 16);
@@ -100,20 +99,20 @@ TEST(MeasuredEstimate, TheTensorsComeWithinFifteenPercentOfARealRunsPeak) {
 }
 
 TEST(MeasuredEstimate, LeavesTheRandomStreamAndFallsBackToTheFormulaOffTheCpu) {
-  reuse_freed_memory();
+  reuse_freed_ram();
   const std::string root = fresh_dir("measured_rng");
   nlohmann::json j = sixteen_stream_config(root);
   Config config = config_from_json(j, root + "/config.json");
   auto generator = at::detail::getDefaultCPUGenerator();
   const torch::Tensor before = generator.get_state().clone();
-  const MemoryEstimate measured = measure_training_memory(config, 40, 48, nullptr, 0);
+  const TrainingFootprint measured = measure_training_footprint(config, 40, 48, nullptr, 0);
   EXPECT_TRUE(measured.measured);
   EXPECT_TRUE(torch::equal(generator.get_state(), before));
 
   config.train.device = "cuda:7";  // not this machine's: nothing to measure on
-  const MemoryEstimate formula = measure_training_memory(config, 40, 48, nullptr, 0);
+  const TrainingFootprint formula = measure_training_footprint(config, 40, 48, nullptr, 0);
   EXPECT_FALSE(formula.measured);
-  EXPECT_EQ(formula.activation_bytes, estimate_training_memory(config, 40, 48).activation_bytes);
+  EXPECT_EQ(formula.activation_bytes, estimate_training_footprint(config, 40, 48).activation_bytes);
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ int64_t longest_window(const EvalResult& result);
 
 // Scores `ids` (the whole split as one stream). The model is put in eval mode and restored.
 // First checks the request (check_eval_request) and that it fits in the memory available
-// (eval_memory.h): InputError before anything is allocated. `progress`, when set, is called
+// (eval_footprint.h): InputError before anything is allocated. `progress`, when set, is called
 // after every layer of every pass.
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress = {});

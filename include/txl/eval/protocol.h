@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/protocol_settings.h"
 

@@ -18,6 +18,6 @@ double current_rss_mb();
 // Bytes this process can expect to allocate: /proc/meminfo MemAvailable, or the cgroup v2
 // limit (/sys/fs/cgroup/memory.max) or TXL_MEMORY_LIMIT_MB when lower; 0 when none can be
 // read. InputError for a TXL_MEMORY_LIMIT_MB that is not a positive number.
-double available_memory_bytes();
+double available_ram_bytes();
 
 }  // namespace txl

@@ -40,24 +40,24 @@ void ensure_fast_blas(int argc, char** argv);
 // above the peak of live tensors: an evaluation at L = 4096 peaks as before.
 // Measured on the reference config, 1 thread: 1230 instead of 1412 CPU ms per step.
 // Call first thing in main(), before tensors exist. TXL_SYSTEM_MALLOC=1 disables it.
-void reuse_freed_memory();
+void reuse_freed_ram();
 
-// What that allocator has handed out (CPU tensors made after reuse_freed_memory()): bytes
+// What that allocator has handed out (CPU tensors made after reuse_freed_ram()): bytes
 // live now, the most live since the last reset (all, and in blocks under 32 MB, which
 // malloc's heap serves: runtime.h), and freed blocks it keeps for reuse.
 // `counted` is false where it is not installed (TXL_SYSTEM_MALLOC=1, or not called).
-struct TensorMemory {
+struct TensorBytes {
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
   int64_t kept_bytes = 0;
   int64_t small_peak_bytes = 0;  // the most live at once in blocks malloc's heap serves
   bool counted = false;
 };
-TensorMemory tensor_memory();
-void reset_tensor_memory_peak();
+TensorBytes tensor_bytes();
+void reset_tensor_bytes_peak();
 // Hands freed memory back to the system: the blocks kept for reuse and malloc's free heap
 // pages, so that the resident size reads what is in use.
-void release_free_memory();
+void release_free_ram();
 
 struct BlasInfo {
   std::string library;    // path of the loaded libblas, e.g. .../openblas-openmp/libblas.so.3

@@ -96,7 +96,7 @@ using ProbeProgressFn = std::function<void(double fraction)>;
 // What a probe holds and forwards at its largest, from its options alone (nothing built):
 // the bytes of the instances it has in memory at once, and the longest windows it scores,
 // `windows` of `window` tokens. The memory check adds the forward pass evaluation would
-// make over those windows (eval_memory.h).
+// make over those windows (eval_footprint.h).
 struct ProbeWorkload {
   double instance_bytes = 0;
   int64_t window = 0;

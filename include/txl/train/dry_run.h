@@ -1,6 +1,6 @@
 // `txl train --dry-run`: what a configuration would train, from the config and a vocabulary
 // size alone, without a run directory: its parameters, FLOPs per token, the memory estimate
-// by part (memory_estimate.h) against what this machine has, and whether it fits.
+// by part (footprint_estimate.h) against what this machine has, and whether it fits.
 #pragma once
 
 #include <cstdint>
@@ -9,21 +9,21 @@
 
 #include "txl/config/config.h"
 #include "txl/train/bench.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 
 namespace txl {
 
 struct DryRun {
   int64_t vocab_size = 0;
   int64_t segment_len = 0;  // the longest training segment (train.tgt_len or tgt_len_max)
-  MemoryEstimate estimate;
+  TrainingFootprint estimate;
   FlopCount flops;
   double available_bytes = 0;  // 0: unknown
-  bool fits() const { return training_memory_fits(estimate, available_bytes); }
+  bool fits() const { return training_footprint_fits(estimate, available_bytes); }
 };
 
 // `train_tokens`: the corpus' training split when it was read (null with --vocab-size): the
-// memory estimate measures a step on it (step_memory.h).
+// memory estimate measures a step on it (step_footprint.h).
 DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes,
                const std::vector<int32_t>* train_tokens = nullptr);
 

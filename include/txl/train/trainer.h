@@ -72,7 +72,7 @@ struct TrainSummary {
 // The corpus a run trains on (vocabulary from the training split only), after every check
 // that needs the data but no run directory: the training streams hold a whole segment
 // (check_training_streams) and the estimated memory fits the machine
-// (estimate_training_memory). InputError otherwise; call it before making the run directory,
+// (estimate_training_footprint). InputError otherwise; call it before making the run directory,
 // so that bad input leaves nothing behind. What it adds to the token cache goes into `writes`
 // when given (the caller commits it once its own checks passed), else is written when every
 // check here has passed: a refusal leaves the cache as it was too. With `vocab` (a

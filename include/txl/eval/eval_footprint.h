@@ -1,4 +1,4 @@
-// What one evaluation request will need in memory, from the model's shapes, the request
+// The footprint (RAM) one evaluation request will need, from the model's shapes, the request
 // and the split's length alone, so that a window too long for the machine is refused
 // (exit 2, with the estimate) before anything is allocated, instead of failing in the
 // allocator. The weights are already loaded when this is asked, so only what the
@@ -22,7 +22,7 @@ EvalPassShape largest_eval_pass(const EvalRequest& request, int64_t targets);
 
 // Doubles, so that a mistyped length gives a large number, not an overflowed one. Float32
 // sizes (bf16 autocast keeps some tensors in float32; the estimate errs high there).
-struct EvalMemoryEstimate {
+struct EvalFootprint {
   EvalPassShape pass;
   double hidden_bytes = 0;     // each layer's input kept for memory, one layer's temporaries
   double attention_bytes = 0;  // one block of scores and probabilities (position_score.h)
@@ -33,13 +33,13 @@ struct EvalMemoryEstimate {
   }
 };
 
-EvalMemoryEstimate estimate_eval_memory(const ModelConfig& model, int64_t vocab_size,
-                                        const EvalRequest& request, int64_t targets);
+EvalFootprint estimate_eval_footprint(const ModelConfig& model, int64_t vocab_size,
+                                      const EvalRequest& request, int64_t targets);
 
 // InputError naming the length, the pass, the estimate and the available memory (in GB)
 // when the estimate exceeds `available_bytes`; 0 (unknown) checks nothing.
-void check_eval_memory(const EvalMemoryEstimate& estimate, const EvalRequest& request,
-                       double available_bytes);
+void check_eval_footprint(const EvalFootprint& estimate, const EvalRequest& request,
+                          double available_bytes);
 
 // The tokens of `ids` a request scores: all but the first, at most request.max_tokens.
 int64_t scored_targets(const EvalRequest& request, int64_t split_tokens);

@@ -1,4 +1,4 @@
-// What a training run will need in memory, from its configuration alone, so that a model
+// The footprint (RAM) a training run will need, from its configuration alone, so that a model
 // too big for the machine is refused (exit 2) before anything is allocated or written.
 #pragma once
 
@@ -11,13 +11,13 @@ namespace txl {
 
 // Doubles: a mistyped configuration (model.n_layer = 100000) must give a large number, not
 // an overflowed one.
-struct MemoryEstimate {
+struct TrainingFootprint {
   double parameters = 0;        // exactly what count_parameters gives for the built model
   double weight_bytes = 0;      // fp32 weights
   double gradient_bytes = 0;    // one fp32 gradient per weight
   double optimizer_bytes = 0;   // AdamW's two fp32 moments per weight
   double activation_bytes = 0;  // what one training step keeps for backward (a lower bound)
-  // Set by measure_training_memory (step_memory.h): the activations measured instead of
+  // Set by measure_training_footprint (step_footprint.h): the activations measured instead of
   // computed, this process's resident memory before the model, and the heap's share.
   bool measured = false;
   int64_t measured_streams = 0;  // the streams the measured steps were extrapolated to
@@ -36,17 +36,17 @@ struct MemoryEstimate {
 double parameter_count(const ModelConfig& config, int64_t vocab_size);
 
 // `segment_len`: the tokens per training segment (train.tgt_len once it fits the streams).
-MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size,
-                                        int64_t segment_len);
+TrainingFootprint estimate_training_footprint(const Config& config, int64_t vocab_size,
+                                              int64_t segment_len);
 
 // Whether the run's growth from here (the estimate less what the process already holds)
 // fits `available_bytes` (resources.h: what can still be allocated; 0 = unknown: it fits).
-bool training_memory_fits(const MemoryEstimate& estimate, double available_bytes);
+bool training_footprint_fits(const TrainingFootprint& estimate, double available_bytes);
 
 // The parts, for messages: "N parameters: W of weights, ..., S of heap slack".
-std::string describe_memory_parts(const MemoryEstimate& estimate);
+std::string describe_footprint_parts(const TrainingFootprint& estimate);
 
 // InputError naming the estimate by part and the available memory when it does not fit.
-void check_training_memory(const MemoryEstimate& estimate, double available_bytes);
+void check_training_footprint(const TrainingFootprint& estimate, double available_bytes);
 
 }  // namespace txl

@@ -1,4 +1,4 @@
-#include "txl/train/step_memory.h"
+#include "txl/train/step_footprint.h"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -45,8 +45,8 @@ StepBytes step_bytes(TransformerLM& model, const Config& config, const torch::Te
   const TrainConfig& tc = config.train;
   const int64_t streams = ids.size(0), segment_len = ids.size(1) - 1;
   clear_gradients(model->parameters());
-  reset_tensor_memory_peak();
-  const TensorMemory before = tensor_memory();
+  reset_tensor_bytes_peak();
+  const TensorBytes before = tensor_bytes();
   {
     Memory memory;  // full, as from the second step of a run on
     const int64_t mem_len = model->has_memory() ? tc.mem_len : 0;
@@ -67,7 +67,7 @@ StepBytes step_bytes(TransformerLM& model, const Config& config, const torch::Te
     }
     loss.backward();
   }
-  const TensorMemory after = tensor_memory();
+  const TensorBytes after = tensor_bytes();
   clear_gradients(model->parameters());
   return {static_cast<double>(after.peak_bytes - before.live_bytes),
           static_cast<double>(after.small_peak_bytes - before.small_peak_bytes)};
@@ -78,7 +78,7 @@ StepBytes step_bytes(TransformerLM& model, const Config& config, const torch::Te
 constexpr int64_t kMeasuredStreams = 8;
 
 bool measurable_here(const Config& config) {
-  if (!tensor_memory().counted) return false;
+  if (!tensor_bytes().counted) return false;
   try {
     return resolve_device(config.train.device, "train.device").is_cpu();
   } catch (const std::exception&) {
@@ -115,15 +115,15 @@ std::string measured_steps(int64_t streams) {
                      kMeasuredStreams / 2, kMeasuredStreams, streams);
 }
 
-MemoryEstimate measure_training_memory(const Config& config, int64_t vocab_size,
-                                       int64_t segment_len,
-                                       const std::vector<int32_t>* train_tokens,
-                                       double available_bytes) {
-  MemoryEstimate e = estimate_training_memory(config, vocab_size, segment_len);
+TrainingFootprint measure_training_footprint(const Config& config, int64_t vocab_size,
+                                             int64_t segment_len,
+                                             const std::vector<int32_t>* train_tokens,
+                                             double available_bytes) {
+  TrainingFootprint e = estimate_training_footprint(config, vocab_size, segment_len);
   e.process_bytes = current_rss_mb() * 1024.0 * 1024.0;
   if (!measurable_here(config)) return e;
   // Past the machine by the formula's lower bound already: refused as it is, nothing built.
-  if (!training_memory_fits(e, available_bytes)) return e;
+  if (!training_footprint_fits(e, available_bytes)) return e;
 
   // Neither the measured steps' weights nor their dropout may move the run's random stream.
   auto generator = at::detail::getDefaultCPUGenerator();
@@ -141,7 +141,7 @@ MemoryEstimate measure_training_memory(const Config& config, int64_t vocab_size,
   generator.set_state(rng);
   // Resident now, with what the steps freed handed back: LibTorch's code the step ran, its
   // thread pools and the corpus; not the step's own tensors, counted above.
-  release_free_memory();
+  release_free_ram();
   e.process_bytes = current_rss_mb() * 1024.0 * 1024.0;
 
   e.measured = true;

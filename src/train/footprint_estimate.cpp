@@ -1,4 +1,4 @@
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -6,7 +6,7 @@
 
 #include "txl/config/encodings.h"
 #include "txl/model/adaptive_softmax.h"
-#include "txl/train/step_memory.h"
+#include "txl/train/step_footprint.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -60,7 +60,7 @@ double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double toke
 
 }  // namespace
 
-double MemoryEstimate::total_bytes() const {
+double TrainingFootprint::total_bytes() const {
   return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + process_bytes +
          slack_bytes;
 }
@@ -74,11 +74,11 @@ double parameter_count(const ModelConfig& c, int64_t vocab_size) {
   return n;
 }
 
-MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size,
-                                        int64_t segment_len) {
+TrainingFootprint estimate_training_footprint(const Config& config, int64_t vocab_size,
+                                              int64_t segment_len) {
   const ModelConfig& m = config.model;
   const TrainConfig& t = config.train;
-  MemoryEstimate e;
+  TrainingFootprint e;
   e.parameters = parameter_count(m, vocab_size);
   // Weights, gradients and AdamW's exp_avg and exp_avg_sq stay fp32 under bf16 autocast too.
   e.weight_bytes = e.parameters * kFp32Bytes;
@@ -108,12 +108,12 @@ MemoryEstimate estimate_training_memory(const Config& config, int64_t vocab_size
   return e;
 }
 
-bool training_memory_fits(const MemoryEstimate& e, double available_bytes) {
+bool training_footprint_fits(const TrainingFootprint& e, double available_bytes) {
   // Available memory is what can still be allocated: what the process holds is not in it.
   return available_bytes <= 0 || e.total_bytes() - e.process_bytes <= available_bytes;
 }
 
-std::string describe_memory_parts(const MemoryEstimate& e) {
+std::string describe_footprint_parts(const TrainingFootprint& e) {
   std::string parts = fmt::format(
       "{:.3g} parameters: {} of weights, {} of gradients, {} of AdamW state, {} of activations",
       e.parameters, format_bytes(e.weight_bytes), format_bytes(e.gradient_bytes),
@@ -128,8 +128,8 @@ std::string describe_memory_parts(const MemoryEstimate& e) {
   return parts;
 }
 
-void check_training_memory(const MemoryEstimate& e, double available_bytes) {
-  if (training_memory_fits(e, available_bytes)) return;
+void check_training_footprint(const TrainingFootprint& e, double available_bytes) {
+  if (training_footprint_fits(e, available_bytes)) return;
   // The output layer over a large vocabulary is what adaptive softmax makes small.
   const bool vocabulary_dominates = !e.adaptive && e.vocabulary_bytes > 0.5 * e.total_bytes();
   throw InputError(fmt::format(
@@ -137,7 +137,7 @@ void check_training_memory(const MemoryEstimate& e, double available_bytes) {
       "tokens), {} more than the process holds now, but only {} of memory is available; {}make "
       "the model smaller (model.n_layer, "
       "model.d_model, model.d_inner) or reduce train.batch_size, train.tgt_len or train.mem_len",
-      e.measured ? "about" : "at least", format_bytes(e.total_bytes()), describe_memory_parts(e),
+      e.measured ? "about" : "at least", format_bytes(e.total_bytes()), describe_footprint_parts(e),
       format_bytes(e.vocabulary_bytes), e.vocab_size,
       format_bytes(e.total_bytes() - e.process_bytes), format_bytes(available_bytes),
       vocabulary_dominates ? "use adaptive softmax (model.adaptive: README, Adaptive input and "

@@ -1,4 +1,4 @@
-#include "txl/eval/eval_memory.h"
+#include "txl/eval/eval_footprint.h"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -29,9 +29,9 @@ EvalPassShape largest_eval_pass(const EvalRequest& r, int64_t targets) {
   return eval_protocol(r.protocol).largest_pass(r, targets);
 }
 
-EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size,
-                                        const EvalRequest& request, int64_t targets) {
-  EvalMemoryEstimate e;
+EvalFootprint estimate_eval_footprint(const ModelConfig& m, int64_t vocab_size,
+                                      const EvalRequest& request, int64_t targets) {
+  EvalFootprint e;
   e.pass = largest_eval_pass(request, targets);
   const double B = static_cast<double>(e.pass.batch), W = static_cast<double>(e.pass.queries),
                K = static_cast<double>(e.pass.keys), M = K - W;
@@ -60,7 +60,7 @@ EvalMemoryEstimate estimate_eval_memory(const ModelConfig& m, int64_t vocab_size
   return e;
 }
 
-void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r, double available_bytes) {
+void check_eval_footprint(const EvalFootprint& e, const EvalRequest& r, double available_bytes) {
   if (available_bytes <= 0 || e.total_bytes() <= available_bytes) return;
   const EvalProtocol& protocol = eval_protocol(r.protocol);
   const std::string pass = protocol.describe_pass(e.pass);
@@ -74,9 +74,9 @@ void check_eval_memory(const EvalMemoryEstimate& e, const EvalRequest& r, double
 }
 
 void check_eval_fits(const TransformerLM& model, const EvalRequest& request, int64_t split_tokens) {
-  const auto estimate = estimate_eval_memory(model->config(), model->vocab_size(), request,
-                                             scored_targets(request, split_tokens));
-  check_eval_memory(estimate, request, available_memory_bytes());
+  const auto estimate = estimate_eval_footprint(model->config(), model->vocab_size(), request,
+                                                scored_targets(request, split_tokens));
+  check_eval_footprint(estimate, request, available_ram_bytes());
 }
 
 }  // namespace txl

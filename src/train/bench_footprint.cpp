@@ -6,7 +6,7 @@
 #include "txl/platform/device.h"
 #include "txl/platform/resources.h"
 #include "txl/train/bench.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -19,11 +19,11 @@ void check_bench_memory(const std::vector<Config>& configs, int64_t vocab_size,
   if (!resolve_device(configs.front().train.device, "train.device").is_cpu()) return;
   double held = 0.0, activations = 0.0;
   for (const auto& c : configs) {
-    const auto e = estimate_training_memory(c, vocab_size, c.train.tgt_len);
+    const auto e = estimate_training_footprint(c, vocab_size, c.train.tgt_len);
     held += e.weight_bytes + e.gradient_bytes + e.optimizer_bytes;
     activations = std::max(activations, e.activation_bytes);
   }
-  const double available = available_memory_bytes();
+  const double available = available_ram_bytes();
   if (available <= 0 || held + activations <= available) return;
   const bool several = configs.size() > 1;
   throw InputError(fmt::format(

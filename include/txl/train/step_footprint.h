@@ -1,9 +1,9 @@
-// The training memory estimate from a measured step: the configuration's own model takes a
+// The training footprint (RAM) estimate from a measured step: the configuration's own model takes a
 // training step with memory rows and targets like the run's, and the tensor bytes it needed
-// at its peak (platform/runtime.h, TensorMemory) are the step's; at more than 8 streams, one
+// at its peak (platform/runtime.h, TensorBytes) are the step's; at more than 8 streams, one
 // step of 4 and one of 8 give the run's streams by a straight line. Every path the run will take
 // (encoding, fused or masked attention, adaptive clusters, bf16 autocast) is then counted as it is,
-// where the formula of memory_estimate.h knows only what backward certainly keeps.
+// where the formula of footprint_estimate.h knows only what backward certainly keeps.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "txl/config/config.h"
-#include "txl/train/memory_estimate.h"
+#include "txl/train/footprint_estimate.h"
 
 namespace txl {
 
@@ -22,7 +22,7 @@ namespace txl {
 // Intel Xeon); the estimate adds 30% of it. Blocks of 32 MB and more are reused whole.
 inline constexpr double kHeapSlack = 0.30;
 
-// estimate_training_memory's estimate with its activations measured: `activation_bytes` is
+// estimate_training_footprint's estimate with its activations measured: `activation_bytes` is
 // then what the step held beyond the weights, the AdamW state and the gradients (its
 // temporaries included), `process_bytes` this process's resident memory now (LibTorch, the
 // corpus), `slack_bytes` kHeapSlack of the step's peak in heap-served blocks. `train_tokens`: the
@@ -32,10 +32,10 @@ inline constexpr double kHeapSlack = 0.30;
 // GPU, or when even the formula's lower bound does not fit `available_bytes`, nothing is
 // measured: the formula's estimate, `measured` false. A measured step that fails (an
 // allocation refused) is an InputError: the run's own step would fail the same way.
-MemoryEstimate measure_training_memory(const Config& config, int64_t vocab_size,
-                                       int64_t segment_len,
-                                       const std::vector<int32_t>* train_tokens,
-                                       double available_bytes);
+TrainingFootprint measure_training_footprint(const Config& config, int64_t vocab_size,
+                                             int64_t segment_len,
+                                             const std::vector<int32_t>* train_tokens,
+                                             double available_bytes);
 
 // How a measured estimate was measured, for reports: "one training step of 8 streams", or
 // "training steps of 4 and 8 streams, extrapolated to 60".
