@@ -14,6 +14,8 @@
 
 #include "cli_harness.h"
 #include "needs_gnuplot.h"
+#include "test_util.h"
+#include "tiny_runs.h"
 #include "txl/cli/eval_options.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/compare_runs.h"
@@ -28,22 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::read_text;
 using testing::run_txl;
-
-struct TwoRuns {
-  std::string dir, corpus, rel, abs;
-};
-
-// Two tiny char runs on one corpus, differing only in the encoding.
-TwoRuns train_two_runs(const std::string& name) {
-  TwoRuns t;
-  t.dir = testing::scratch_dir(name);
-  t.corpus = testing::write_tiny_english_corpus(t.dir + "/corpus");
-  t.rel = t.dir + "/rel";
-  t.abs = t.dir + "/abs";
-  testing::train_tiny_run(t.corpus, t.rel, "relative");
-  testing::train_tiny_run(t.corpus, t.abs, "absolute");
-  return t;
-}
 
 size_t count_files(const std::string& dir) {
   if (!fs::exists(dir)) return 0;
@@ -61,7 +47,7 @@ std::map<std::string, uint64_t> run_state_checksums(const std::string& run) {
 
 TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
   if (!testing::has_gnuplot()) GTEST_SKIP() << testing::kNoGnuplot;
-  const auto t = train_two_runs("compare");
+  const auto t = testing::copied_runs("compare");  // it counts what their eval caches hold
   ASSERT_TRUE(fs::exists(t.rel + "/checkpoint.pt") && fs::exists(t.abs + "/checkpoint.pt"));
   const auto rel_before = run_state_checksums(t.rel), abs_before = run_state_checksums(t.abs);
 
@@ -155,7 +141,7 @@ TEST(CompareCli, TableJsonPlotAndCacheOnTwoTinyRuns) {
 }
 
 TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
-  const auto t = train_two_runs("compare_memory");
+  const auto t = testing::shared_runs("compare_memory");
   const auto json = t.dir + "/mem.json";
   const auto c =
       run_txl({"compare", t.rel, t.abs, "--lengths", "8,16", "--method", "memory", "--json", json});
@@ -200,21 +186,58 @@ EvalCliOptions with_lengths(const std::string& lengths, const std::string& metho
   return o;
 }
 
-TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvaluation) {
-  const auto t = train_two_runs("compare_bad");
-  // A word-level run on the same corpus: another vocabulary.
-  const auto word = t.dir + "/word";
-  ASSERT_TRUE(testing::train_tiny_run(t.corpus, word, "relative", "word"));
-  // Incomplete runs.
-  const auto no_vocab = t.dir + "/no_vocab", no_ckpt = t.dir + "/no_ckpt",
-             old = t.dir + "/old_version";
-  for (const auto& d : {no_vocab, no_ckpt, old}) {
+// Runs in `dir` that cannot be evaluated, made from `rel`: one without vocab.json, one
+// without a checkpoint, one whose checkpoint has another format version.
+struct BrokenRuns {
+  std::string no_vocab, no_ckpt, old;
+};
+BrokenRuns write_broken_runs(const std::string& dir, const std::string& rel) {
+  const BrokenRuns b{dir + "/no_vocab", dir + "/no_ckpt", dir + "/old_version"};
+  for (const auto& d : {b.no_vocab, b.no_ckpt, b.old}) {
     fs::create_directories(d);
-    fs::copy_file(t.rel + "/config.json", d + "/config.json");
-    if (d != no_vocab) fs::copy_file(t.rel + "/vocab.json", d + "/vocab.json");
+    fs::copy_file(rel + "/config.json", d + "/config.json");
+    if (d != b.no_vocab) fs::copy_file(rel + "/vocab.json", d + "/vocab.json");
   }
-  write_foreign_version_checkpoint(t.rel + "/checkpoint.pt", old + "/checkpoint.pt");
+  write_foreign_version_checkpoint(rel + "/checkpoint.pt", b.old + "/checkpoint.pt");
+  return b;
+}
 
+// A call that must throw an InputError whose message contains `message`.
+struct Refusal {
+  std::string shown;
+  std::function<void()> call;
+  std::string message;
+};
+
+// Runs that cannot be compared or evaluated: the same run twice, another vocabulary, a
+// missing run, the broken ones.
+std::vector<Refusal> run_refusals(const testing::TinyRuns& t, const std::string& word,
+                                  const BrokenRuns& b) {
+  const EvalCliOptions none;
+  const auto compare = [none](std::vector<std::string> runs) {
+    return [runs, none] { compare_in_process(runs, none); };
+  };
+  const auto eval = [none](std::string run) { return [run, none] { eval_in_process(run, none); }; };
+  return {
+      {"compare rel rel (issue 44)", compare({t.rel, t.abs, t.rel + "/"}),
+       "is given twice (arguments 1 and 3)"},
+      {"compare rel word", compare({t.rel, word}), "different vocabularies"},
+      {"compare rel missing", compare({t.rel, t.dir + "/missing"}), "does not exist"},
+      {"compare rel no_vocab", compare({t.rel, b.no_vocab}), "vocab.json is missing"},
+      {"compare rel no_ckpt", compare({t.rel, b.no_ckpt}), "no checkpoint"},
+      {"compare rel old", compare({t.rel, b.old}), "version"},
+      {"eval old", eval(b.old), "version"},
+      {"eval missing", eval(t.dir + "/missing"), "does not exist"},
+  };
+}
+
+// Options that compare and eval refuse: lengths that are not positive integers, a stride
+// longer than the window, a method or split they do not take.
+std::vector<Refusal> option_refusals(const testing::TinyRuns& t) {
+  const auto compare = [t](EvalCliOptions o) {
+    return [t, o] { compare_in_process({t.rel, t.abs}, o); };
+  };
+  const auto eval = [t](EvalCliOptions o) { return [t, o] { eval_in_process(t.rel, o); }; };
   EvalCliOptions stride9 = with_lengths("8", "sliding");
   stride9.protocol_settings["stride"] = 9;
   EvalCliOptions windowed;
@@ -223,111 +246,23 @@ TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvalua
   train_split.split = "train";
   EvalCliOptions stride17 = with_lengths("16", "sliding");
   stride17.protocol_settings["stride"] = 17;
-  struct Case {
-    std::string shown;
-    std::function<void()> call;
-    std::string message;
-  };
-  const EvalCliOptions none;
-  const std::vector<Case> cases = {
-      {"compare rel rel (issue 44)",
-       [&] {
-         compare_in_process({t.rel, t.abs, t.rel + "/"}, none);
-       },
-       "is given twice (arguments 1 and 3)"},
-      {"compare rel word",
-       [&] {
-         compare_in_process({t.rel, word}, none);
-       },
-       "different vocabularies"},
-      {"compare rel missing",
-       [&] {
-         compare_in_process({t.rel, t.dir + "/missing"}, none);
-       },
-       "does not exist"},
-      {"compare rel no_vocab",
-       [&] {
-         compare_in_process({t.rel, no_vocab}, none);
-       },
-       "vocab.json is missing"},
-      {"compare rel no_ckpt",
-       [&] {
-         compare_in_process({t.rel, no_ckpt}, none);
-       },
-       "no checkpoint"},
-      {"compare rel old",
-       [&] {
-         compare_in_process({t.rel, old}, none);
-       },
-       "version"},
-      {"--lengths 0",
-       [&] {
-         compare_in_process({t.rel, t.abs}, with_lengths("0"));
-       },
-       "not a positive integer"},
-      {"--lengths 8,abc",
-       [&] {
-         compare_in_process({t.rel, t.abs}, with_lengths("8,abc"));
-       },
-       "not a positive integer"},
-      {"--lengths -8",
-       [&] {
-         compare_in_process({t.rel, t.abs}, with_lengths("-8"));
-       },
-       "not a positive integer"},
-      {"--lengths 1.5",
-       [&] {
-         compare_in_process({t.rel, t.abs}, with_lengths("1.5"));
-       },
-       "not a positive integer"},
-      {"--lengths 8,,16",
-       [&] {
-         compare_in_process({t.rel, t.abs}, with_lengths("8,,16"));
-       },
-       "not a positive integer"},
-      {"--stride 9 at 8",
-       [&] {
-         compare_in_process({t.rel, t.abs}, stride9);
-       },
-       "--stride"},
-      {"--method windowed",
-       [&] {
-         compare_in_process({t.rel, t.abs}, windowed);
-       },
-       "--method"},
-      {"--split train",
-       [&] {
-         compare_in_process({t.rel, t.abs}, train_split);
-       },
-       "--split"},
-      {"eval --stride 17 at 16", [&] { eval_in_process(t.rel, stride17); }, "--stride"},
-      {"eval --lengths 16,x", [&] { eval_in_process(t.rel, with_lengths("16,x")); },
-       "not a positive integer"},
-      {"eval old", [&] { eval_in_process(old, none); }, "version"},
-      {"eval missing", [&] { eval_in_process(t.dir + "/missing", none); }, "does not exist"},
-  };
-  for (const auto& c : cases) {
-    try {
-      c.call();
-      ADD_FAILURE() << c.shown << ": expected an InputError";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos)
-          << c.shown << ": " << e.what();
-    }
+  std::vector<Refusal> refusals;
+  for (const char* lengths : {"0", "8,abc", "-8", "1.5", "8,,16"}) {
+    refusals.push_back({std::string("--lengths ") + lengths, compare(with_lengths(lengths)),
+                        "not a positive integer"});
   }
-  // The different-vocabulary error names both runs.
-  try {
-    compare_in_process({t.rel, word}, none);
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(t.rel), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
-  }
-  // None of the refused requests evaluated anything.
-  EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
-  EXPECT_FALSE(fs::exists(t.abs + "/eval-cache"));
+  refusals.push_back({"--stride 9 at 8", compare(stride9), "--stride"});
+  refusals.push_back({"--method windowed", compare(windowed), "--method"});
+  refusals.push_back({"--split train", compare(train_split), "--split"});
+  refusals.push_back({"eval --stride 17 at 16", eval(stride17), "--stride"});
+  refusals.push_back({"eval --lengths 16,x", eval(with_lengths("16,x")), "not a positive integer"});
+  return refusals;
+}
 
-  // Through the executable: a refusal from each place (a run, an option, the plot path) is
-  // exit code 2 and writes neither --json nor --plot.
+// Through the executable: a refusal from each place (a run, an option, the plot path) is
+// exit code 2 and writes neither --json nor --plot.
+void expect_refused_by_the_executable(const testing::TinyRuns& t, const std::string& word,
+                                      const std::string& old) {
   const auto json = t.dir + "/out.json", png = t.dir + "/out.png";
   const std::vector<std::pair<std::vector<std::string>, std::string>> process_cases = {
       {{"compare", t.rel, word, "--json", json, "--plot", png}, "different vocabularies"},
@@ -343,12 +278,38 @@ TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvalua
     EXPECT_FALSE(fs::exists(json)) << r.err;
     EXPECT_FALSE(fs::exists(png)) << r.err;
   }
+}
+
+TEST(CompareRuns, RunsThatCannotBeComparedAndBadOptionsAreRefusedBeforeAnyEvaluation) {
+  // Private copies: no refusal may leave an eval cache in them.
+  const auto t = testing::copied_runs("compare_bad");
+  // A word-level run on the same corpus: another vocabulary.
+  const auto word = testing::tiny_run("relative", "word");
+  ASSERT_TRUE(fs::exists(word + "/checkpoint.pt"));
+  const BrokenRuns broken = write_broken_runs(t.dir, t.rel);
+  auto refusals = run_refusals(t, word, broken);
+  for (auto& r : option_refusals(t)) refusals.push_back(std::move(r));
+  for (const auto& r : refusals) {
+    SCOPED_TRACE(r.shown);
+    testing::expect_input_error(r.call, {r.message});
+  }
+  // The different-vocabulary error names both runs.
+  testing::expect_input_error(
+      [&] {
+        compare_in_process({t.rel, word}, EvalCliOptions{});
+      },
+      {t.rel, word});
+  // None of the refused requests evaluated anything.
+  EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
+  EXPECT_FALSE(fs::exists(t.abs + "/eval-cache"));
+
+  expect_refused_by_the_executable(t, word, broken.old);
   EXPECT_FALSE(fs::exists(t.rel + "/eval-cache"));
   testing::cleanup_scratch();
 }
 
 TEST(CompareCli, MissingGnuplotIsExitCode1AfterTheJsonIsWritten) {
-  const auto t = train_two_runs("compare_nognuplot");
+  const auto t = testing::shared_runs("compare_nognuplot");
   const auto json = t.dir + "/cmp.json", png = t.dir + "/cmp.png";
   const auto r = run_txl({"compare", t.rel, t.abs, "--lengths", "8", "--json", json, "--plot", png},
                          {"PATH=" + t.dir + "/empty-path"});

@@ -86,12 +86,7 @@ TEST(DeviceConfig, TrainDeviceDefaultsToCpuAndIsValidatedByName) {
   j["train"]["device"] = "cuda:1";
   EXPECT_EQ(config_from_json(j, "c.json").train.device, "cuda:1");  // the machine is not asked
   j["train"]["device"] = "tpu";
-  try {
-    config_from_json(j, "c.json");
-    FAIL() << "train.device tpu was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("train.device (\"tpu\")"), std::string::npos) << e.what();
-  }
+  testing::expect_input_error([&] { config_from_json(j, "c.json"); }, {"train.device (\"tpu\")"});
 }
 
 // --- through the CLI -------------------------------------------------------------------

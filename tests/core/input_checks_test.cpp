@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
+#include "tiny_runs.h"
 
 namespace txl {
 namespace {
@@ -45,9 +47,9 @@ struct Row {
 
 TEST(InputChecks, EachBadInputExits2NamingItAndWritesNothing) {
   const std::string dir = testing::scratch_dir("input_checks");
-  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
-  const std::string run = dir + "/run";
-  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  // A private copy of the shared relative run: every row proves it unchanged, and two train
+  // over it with --force.
+  const std::string run = testing::copy_run(testing::tiny_run("relative"), dir + "/run");
   const std::string config = run + ".config.json";  // what train_tiny_run trained with
   const std::string config_text = read_text(config);
 
@@ -190,10 +192,9 @@ std::map<std::string, std::string> expect_refusals(const std::vector<Row>& rows,
 // run out of memory; aids and run directories named for what they are.
 TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
   const std::string dir = testing::scratch_dir("input_checks_flags");
-  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
-  const std::string run = dir + "/run", absolute = dir + "/absolute";
-  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
-  ASSERT_TRUE(testing::train_tiny_run(corpus, absolute, "absolute"));
+  // Private copies of the shared runs: every row proves them unchanged.
+  const std::string run = testing::copy_run(testing::tiny_run("relative"), dir + "/run");
+  const std::string absolute = testing::copy_run(testing::tiny_run("absolute"), dir + "/absolute");
   const std::string config = run + ".config.json", json = dir + "/out.json";
   const std::vector<std::string> eval = {"eval", "--run", run, "--json", json};
   const std::vector<std::string> compare = {"compare", run, absolute, "--json", json};
@@ -262,9 +263,8 @@ TEST(InputChecks, FlagsThatWouldBeIgnoredDefaultedOrWrappedAreRefused) {
 // the resume hint that must not advise --force while best.pt is intact.
 TEST(InputChecks, ConfigAndRunFileErrorsNameTheirCause) {
   const std::string dir = testing::scratch_dir("input_checks_causes");
-  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
-  const std::string run = dir + "/run";
-  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  // A private copy of the shared relative run: every row proves it unchanged, one resumes it.
+  const std::string run = testing::copy_run(testing::tiny_run("relative"), dir + "/run");
   const std::string config = run + ".config.json", json = dir + "/out.json";
   const std::string fresh = dir + "/fresh";
   // Damaged copies: best.pt a directory; checkpoint.pt a directory beside an intact best.pt;
@@ -337,9 +337,8 @@ TEST(InputChecks, ConfigAndRunFileErrorsNameTheirCause) {
 // an evaluation too big for memory) leaves the token cache as it was.
 TEST(InputChecks, ARefusalLeavesTheTokenCacheAsItWas) {
   const std::string dir = testing::scratch_dir("input_checks_cache");
-  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
-  const std::string run = dir + "/run";
-  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  // A private copy of the shared relative run: the last eval must find its eval cache empty.
+  const std::string run = testing::copy_run(testing::tiny_run("relative"), dir + "/run");
   const std::string config = run + ".config.json";
   // Another corpus, never tokenized, so that every load below would add entries.
   const std::string other =
@@ -377,17 +376,21 @@ TEST(InputChecks, ARefusalLeavesTheTokenCacheAsItWas) {
 // Now it is refused at once naming it (the test fails after 60 s instead of hanging).
 TEST(InputChecks, AFifoCorpusSplitIsRefusedAtOnce) {
   const std::string dir = testing::scratch_dir("input_checks_fifo");
+  // The shared relative run's config over this test's own corpus, whose splits it swaps for
+  // FIFOs.
   const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
-  const std::string run = dir + "/run";
-  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  auto run_config =
+      nlohmann::json::parse(read_text(testing::tiny_run("relative") + ".config.json"));
+  run_config["data"]["dir"] = corpus;
+  const std::string config = testing::write_config(dir + "/config.json", run_config);
   for (const char* split : {"train.txt", "valid.txt"}) {
     const std::string path = corpus + "/" + split;
     const std::string saved = path + ".saved";
     fs::rename(path, saved);
     ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
     const std::string out = dir + "/out.txt";
-    const pid_t pid = testing::spawn_txl(
-        {"train", "--config", run + ".config.json", "--run-dir", dir + "/fresh"}, out);
+    const pid_t pid =
+        testing::spawn_txl({"train", "--config", config, "--run-dir", dir + "/fresh"}, out);
     EXPECT_EQ(testing::wait_txl(pid, 60.0), 2);
     const std::string err = read_text(out);
     EXPECT_NE(err.find(path + ": is a FIFO (named pipe), expected a text file"), std::string::npos)
@@ -429,9 +432,7 @@ TEST(InputChecks, TheLongestSegmentAStreamHoldsAndZeroThreadsAreAccepted) {
 // does not read is a warning.
 TEST(InputChecks, ASwitchOtherThanZeroOrOneIsRefusedAndAnUnknownNameIsNamed) {
   const std::string dir = testing::scratch_dir("input_env");
-  const std::string corpus = testing::write_tiny_english_corpus(dir + "/corpus");
-  const std::string run = dir + "/run";
-  ASSERT_TRUE(testing::train_tiny_run(corpus, run, "relative"));
+  const std::string run = testing::tiny_run("relative");  // read only: the refusal trains nothing
   const auto refused =
       run_txl({"train", "--config", run + ".config.json", "--run-dir", dir + "/again"},
               {"TXL_FUSED_ATTENTION=off"});

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
-#include "probe_runs.h"
+#include "tiny_runs.h"
 #include "txl/probe/probe.h"
 #include "txl/util/text.h"
 
@@ -20,11 +20,11 @@ namespace fs = std::filesystem;
 using testing::read_text;
 using testing::run_txl;
 
-using testing::probe_runs;
+using testing::shared_runs;
 using testing::small_probes;
 
 TEST(ProbeCli, EvalRunsEveryProbeAndWritesItsSeedOptionsAndMetrics) {
-  const auto& t = probe_runs();
+  const auto t = shared_runs("probe_eval");
   const std::string json = t.dir + "/eval-probes.json";
   auto args = std::vector<std::string>{"eval",   "--run", t.rel,          "--lengths", "8,16",
                                        "--json", json,    "--probe-seed", "7"};
@@ -49,10 +49,11 @@ TEST(ProbeCli, EvalRunsEveryProbeAndWritesItsSeedOptionsAndMetrics) {
   EXPECT_EQ(j["probes"]["copy"]["options"]["distances"], nlohmann::json::array({2, 8}));
   // RECL of one run alone is reported as such.
   EXPECT_NE(r.out.find("RECL (tokens) [this run alone]"), std::string::npos) << r.out;
+  testing::cleanup_scratch();
 }
 
 TEST(ProbeCli, CompareComputesReclOverTheRunsAsItsGroup) {
-  const auto& t = probe_runs();
+  const auto t = shared_runs("probe_compare");
   const std::string json = t.dir + "/compare-probes.json";
   const auto r = run_txl({"compare",
                           t.rel,
@@ -90,10 +91,11 @@ TEST(ProbeCli, CompareComputesReclOverTheRunsAsItsGroup) {
     EXPECT_EQ(recl_rows, 3) << "one RECL per default ratio (0.1, 0.5, 1)";
   }
   EXPECT_NE(r.out.find("probe recl:"), std::string::npos) << r.out;
+  testing::cleanup_scratch();
 }
 
 TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
-  const auto& t = probe_runs();
+  const auto t = testing::copied_runs("probe_refusals");  // it proves config.json unchanged
   const std::string json = t.dir + "/never.json";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--probes", "bogus"}, "--probes"},
@@ -149,10 +151,11 @@ TEST(ProbeCli, BadProbeOptionsExitTwoNamingThemAndWriteNothing) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("but run " + t.rel + "@yarn applies one"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(json));
+  testing::cleanup_scratch();
 }
 
 TEST(ProbeCli, AProbePastALearnedTableIsRefusedNamingTheOption) {
-  const auto& t = probe_runs();
+  const auto t = shared_runs("probe_table");
   const std::string table = t.dir + "/table";
   ASSERT_TRUE(testing::train_tiny_run(t.corpus, table, "learned_absolute", "char", 2,
                                       {"--set", "model.max_len=16"}));
@@ -161,12 +164,13 @@ TEST(ProbeCli, AProbePastALearnedTableIsRefusedNamingTheOption) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("copy.distances"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(table + "/eval-cache")) << "refused before anything is evaluated";
+  testing::cleanup_scratch();
 }
 
 // Issue 44: passkey.trials=100000 built every instance in its check (a minute, 2.5 GB) before
 // anything was refused. Now each probe's workload is estimated from its options first.
 TEST(ProbeCli, AProbeThatCannotFitInMemoryIsRefusedBeforeAnythingIsBuilt) {
-  const auto& t = probe_runs();
+  const auto t = shared_runs("probe_memory");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--probes", "passkey", "--probe-set", "passkey.trials=100000"},
        "probe passkey: 100000 windows of 16 tokens need about"},
@@ -191,6 +195,7 @@ TEST(ProbeCli, AProbeThatCannotFitInMemoryIsRefusedBeforeAnythingIsBuilt) {
                            "--probe-set", "passkey.trials=3", "--probe-set", "passkey.lengths=32"},
                           {"TXL_MEMORY_LIMIT_MB=5"});
   EXPECT_EQ(ok.code, 0) << ok.err;
+  testing::cleanup_scratch();
 }
 
 TEST(ProbeCli, EveryRegisteredProbeHasEveryPiece) {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
-#include "probe_runs.h"
+#include "tiny_runs.h"
 #include "txl/probe/probe.h"
 #include "txl/util/text.h"
 
@@ -27,8 +27,8 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 }
 
 TEST(ProbeShardCli, EveryProbeMergedFromShardsEqualsOneProcess) {
-  const auto& t = testing::probe_runs();
-  const std::string dir = testing::scratch_dir("shards");
+  const auto t = testing::shared_runs("shards");
+  const std::string dir = t.dir;
   const auto base = with({"eval", "--run", t.rel, "--lengths", "16", "--probe-seed", "3"},
                          testing::small_probes());
   const auto one = run_txl(with(base, {"--json", dir + "/one.json"}));
@@ -60,13 +60,14 @@ TEST(ProbeShardCli, EveryProbeMergedFromShardsEqualsOneProcess) {
     }
     EXPECT_NE(r.out.find("RECL (tokens) [this run alone]"), std::string::npos) << r.out;
   }
+  testing::cleanup_scratch();
 }
 
 // The exit status, the message and the untouched --json through the CLI; every kind of file
 // the merge refuses is in probe_shard_test.cpp (in process, no model loaded per case).
 TEST(ProbeShardCli, MergeRefusesShardsThatDoNotBelongTogetherAndKeepsTheOutput) {
-  const auto& t = testing::probe_runs();
-  const std::string dir = testing::scratch_dir("refusals");
+  const auto t = testing::shared_runs("refusals");
+  const std::string dir = t.dir;
   std::vector<std::string> shards;
   for (const std::string k : {"0", "1"}) {
     shards.push_back(dir + "/s" + k + ".json");
@@ -100,11 +101,12 @@ TEST(ProbeShardCli, MergeRefusesShardsThatDoNotBelongTogetherAndKeepsTheOutput) 
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(read_text(out))["probes"]["copy"]["options"]["count"],
             nlohmann::json::array({4}));
+  testing::cleanup_scratch();
 }
 
 TEST(ProbeShardCli, ShardRefusesWhatMakesNoSenseBeforeWritingAnything) {
-  const auto& t = testing::probe_runs();
-  const std::string json = testing::scratch_dir("shard_refusals") + "/never.json";
+  const auto t = testing::shared_runs("shard_refusals");
+  const std::string json = t.dir + "/never.json";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--shard", "0/2", "--json", json}, "but no --probes is given"},
       {{"--shard", "0/2", "--probes", "copy"}, "--shard 0/2 needs --json FILE"},
@@ -124,6 +126,7 @@ TEST(ProbeShardCli, ShardRefusesWhatMakesNoSenseBeforeWritingAnything) {
   const auto r = run_txl({"eval", "--lengths", "16"});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("txl eval needs --run DIR"), std::string::npos) << r.err;
+  testing::cleanup_scratch();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "test_util.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -136,14 +137,9 @@ TEST(StudyConfig, BadConfigsNameTheKey) {
        "eval.mem_lens is a setting of the memory method"},
   };
   for (const auto& c : cases) {
-    try {
-      study_from_json(c.config, "bad.json");
-      ADD_FAILURE() << "accepted: " << c.config.dump();
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
-          << "expected \"" << c.expected << "\" in: " << e.what();
-      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
-    }
+    SCOPED_TRACE(c.config.dump());
+    testing::expect_input_error([&] { study_from_json(c.config, "bad.json"); },
+                                {c.expected, "bad.json"});
   }
 }
 

@@ -1,6 +1,7 @@
 // Small helpers shared by the core tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <torch/torch.h>
 
@@ -10,8 +11,30 @@
 
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
+#include "txl/util/error.h"
 
 namespace txl::testing {
+
+// Expects `call` to throw an InputError whose message contains each of `parts`; a failure
+// names the missing part and shows the message, or says nothing was thrown. Returns the
+// message ("" when none was thrown), for the checks a caller makes beyond these. Any other
+// exception passes through and fails the test.
+template <class F>
+std::string expect_input_error(F&& call, const std::vector<std::string>& parts = {}) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    for (const auto& part : parts) {
+      EXPECT_NE(what.find(part), std::string::npos) << "expected \"" << part << "\" in: " << what;
+    }
+    return what;
+  }
+  ADD_FAILURE() << "expected an InputError"
+                << (parts.empty() ? std::string() : " naming \"" + parts.front() + "\"")
+                << ", nothing was thrown";
+  return "";
+}
 
 // A tiny model configuration for property tests (fast on 2 cores).
 inline ModelConfig tiny_model(PosEncoding encoding) {
