@@ -7,6 +7,7 @@
 
 #include "txl/config/encodings.h"
 #include "txl/eval/request.h"
+#include "txl/util/blocks.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -84,7 +85,7 @@ EvalRequest as_trained_request(const Config& config, bool carries_memory) {
 }
 
 std::pair<int64_t, int64_t> shard_block(int64_t count, const EvalRequest& r) {
-  return {count * r.shard / r.shards, count * (r.shard + 1) / r.shards};
+  return contiguous_block(count, r.shard, r.shards);
 }
 
 PassPlan plan_windows(const std::vector<PassRow>& all, const EvalRequest& request) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "txl/probe/probe_scoring.h"
+#include "txl/util/blocks.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -43,7 +44,7 @@ std::string to_string(const ProbeShard& shard) {
 }
 
 std::pair<int64_t, int64_t> probe_shard_block(int64_t units, const ProbeShard& shard) {
-  return {units * shard.index / shard.count, units * (shard.index + 1) / shard.count};
+  return contiguous_block(units, shard.index, shard.count);
 }
 
 std::vector<std::pair<int64_t, int64_t>> shard_windows(const std::vector<WindowGroup>& groups,
