@@ -20,6 +20,7 @@
 #include "txl/config/adaptive.h"
 #include "txl/config/encodings.h"
 #include "txl/eval/eval_footprint.h"
+#include "txl/eval/protocol.h"
 #include "txl/eval/request.h"
 #include "txl/platform/device.h"
 #include "txl/platform/process.h"
@@ -287,10 +288,8 @@ std::string long_window_skipped(const Config& c, int64_t length) {
   } catch (const InputError& e) {
     return e.what();
   }
-  // A learned table has no rows for such a window (txl eval refuses it too).
-  if (position_limit(c.model) < length)
-    return fmt::format("table of {} positions", position_limit(c.model));
-  return "";
+  // A learned table has no rows for such a window (n/a in txl eval too).
+  return window_past_table(c.model, length);
 }
 
 // Every long window the bench will measure fits in memory, by evaluation's estimate (one

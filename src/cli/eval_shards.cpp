@@ -3,7 +3,6 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <filesystem>
 
 #include "txl/eval/cache.h"
 #include "txl/platform/runtime.h"
@@ -11,7 +10,6 @@
 #include "txl/probe/probe_shard_file.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
-#include "txl/util/hash.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -35,13 +33,10 @@ const std::vector<std::string>& shard_options() {
 // Which weights and data were scored: what every shard of one merge must share.
 nlohmann::json run_identity(const LoadedEval& loaded, const EvalPlan& plan,
                             const std::string& run_dir) {
-  const std::string ckpt = checkpoint_file(loaded.run.paths, plan.checkpoint);
-  return {{"dir", run_dir},
-          {"checkpoint", std::filesystem::path(ckpt).filename().string()},
-          {"checkpoint_step", loaded.run.state.step},
-          {"checkpoint_checksum", hex64(checksum_file(ckpt))},
-          {"split", plan.split.empty() ? loaded.run.config.eval.split : plan.split},
-          {"split_checksum", hex64(checksum_ids(loaded.ids))}};
+  const std::string split = plan.split.empty() ? loaded.run.config.eval.split : plan.split;
+  auto identity = subject_to_json(identify_subject(loaded.run, plan.checkpoint, split, loaded.ids));
+  identity["dir"] = run_dir;
+  return identity;
 }
 
 // What changes the probes' numbers beside their options: the evaluated lengths (the passkey's

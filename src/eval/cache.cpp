@@ -81,23 +81,39 @@ uint64_t checksum_ids(const std::vector<int32_t>& ids) {
   return h.value();
 }
 
+EvalSubject identify_subject(const LoadedRun& run, const std::string& which,
+                             const std::string& split, const std::vector<int32_t>& ids) {
+  const std::string ckpt = checkpoint_file(run.paths, which);
+  EvalSubject s;
+  s.split = split;
+  s.split_checksum = checksum_ids(ids);
+  s.checkpoint = std::filesystem::path(ckpt).filename().string();
+  s.checkpoint_step = run.state.step;
+  s.checkpoint_checksum = checksum_file(ckpt);
+  return s;
+}
+
+nlohmann::json subject_to_json(const EvalSubject& s) {
+  return {{"split", s.split},
+          {"split_checksum", hex64(s.split_checksum)},
+          {"checkpoint", s.checkpoint},
+          {"checkpoint_step", s.checkpoint_step},
+          {"checkpoint_checksum", hex64(s.checkpoint_checksum)}};
+}
+
 nlohmann::json eval_cache_key(const EvalSubject& s, const ModelConfig& model,
                               const EvalRequest& r) {
-  nlohmann::json key = {{"version", kCacheVersion},
-                        {"split", s.split},
-                        {"split_checksum", hex64(s.split_checksum)},
-                        {"checkpoint", s.checkpoint},
-                        {"checkpoint_step", s.checkpoint_step},
-                        {"checkpoint_checksum", hex64(s.checkpoint_checksum)},
-                        {"method", r.protocol},
-                        {"length", r.length},
-                        {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
-                        {"max_tokens", r.max_tokens},
-                        {"precision", to_string(r.precision)},
-                        {"position_buckets", r.position_buckets},
-                        {"aid", to_string(r.aid)},
-                        {"aid_factor", r.aid_factor},
-                        {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}};
+  nlohmann::json key = subject_to_json(s);
+  key.update({{"version", kCacheVersion},
+              {"method", r.protocol},
+              {"length", r.length},
+              {"clamp_len", r.clamp_len >= 0 ? r.clamp_len : model.clamp_len},
+              {"max_tokens", r.max_tokens},
+              {"precision", to_string(r.precision)},
+              {"position_buckets", r.position_buckets},
+              {"aid", to_string(r.aid)},
+              {"aid_factor", r.aid_factor},
+              {"train_len", r.aid == ExtrapolationAid::kNone ? 0 : r.train_len}});
   add_settings_to_key(eval_protocol(r.protocol), resolved_settings(r), key);
   return key;
 }
@@ -195,14 +211,10 @@ std::string write_eval_cache(const std::string& path, const nlohmann::json& key,
 
 CachedEvaluator::CachedEvaluator(LoadedRun& run, const std::string& which, const std::string& split,
                                  const std::vector<int32_t>& ids, bool read_cache)
-    : run_(run), ids_(ids), read_cache_(read_cache) {
-  const std::string ckpt = checkpoint_file(run.paths, which);
-  subject_.split = split;
-  subject_.split_checksum = checksum_ids(ids);
-  subject_.checkpoint = std::filesystem::path(ckpt).filename().string();
-  subject_.checkpoint_step = run.state.step;
-  subject_.checkpoint_checksum = checksum_file(ckpt);
-}
+    : run_(run),
+      ids_(ids),
+      subject_(identify_subject(run, which, split, ids)),
+      read_cache_(read_cache) {}
 
 EvalResult CachedEvaluator::evaluate(const EvalRequest& request, bool* was_cached,
                                      const EvalProgressFn& progress) {

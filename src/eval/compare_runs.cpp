@@ -34,7 +34,7 @@ struct ComparedRuns {
   std::vector<LoadedRun> runs;
   std::string split;
   std::vector<int64_t> lengths;
-  std::vector<bool> supported;                    // per run: the method applies
+  std::vector<bool> supported;                    // per run: some length is evaluated
   std::vector<std::vector<std::string>> skipped;  // per run and length: why not ("" = evaluated)
 };
 
@@ -92,27 +92,33 @@ EvalRequest request_for(const ComparedRuns& c, size_t r, int64_t length) {
                            training_length(c.runs[r].config));
 }
 
-// 2. Which run takes the method, and which lengths each run cannot be evaluated at (past a
-// learned table: n/a with the reason); every other request is checked now.
+// Why run r's column is n/a at every length: its lengths' reasons, each once.
+std::string column_reason(const ComparedRuns& c, size_t r) {
+  std::vector<std::string> reasons;
+  for (const auto& why : c.skipped[r]) {
+    if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
+  }
+  return join(reasons, "; ");
+}
+
+// 2. Each run at each length: evaluated, n/a with the reason, or refused (request_unavailable,
+// the decision eval and study make). A run with no length evaluated is an n/a column;
+// nothing evaluated in any run is refused.
 void plan_requests(ComparedRuns& c) {
   c.supported.assign(c.runs.size(), false);
   c.skipped.assign(c.runs.size(), {});
+  std::string reasons;
   for (size_t r = 0; r < c.runs.size(); ++r) {
-    c.supported[r] =
-        protocol_inapplicable(c.runs[r].config.model, c.specs[r].settings.protocol).empty();
-    if (!c.supported[r]) continue;
     for (const int64_t length : c.lengths) {
-      const auto request = request_for(c, r, length);
-      c.skipped[r].push_back(length_unavailable(c.runs[r].config.model, request));
-      if (c.skipped[r].back().empty()) check_eval_request(c.runs[r].model, request);
+      c.skipped[r].push_back(
+          request_unavailable(c.runs[r].config.model, request_for(c, r, length)));
+      c.supported[r] = c.supported[r] || c.skipped[r].back().empty();
     }
+    if (!c.supported[r])
+      reasons += (reasons.empty() ? "" : "; ") + c.specs[r].dir + ": " + column_reason(c, r);
   }
-  if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; })) {
-    const std::string& method = c.specs[0].settings.protocol;
-    throw InputError("--method " + method + " does not apply to any of the runs (" +
-                     protocol_inapplicable(c.runs[0].config.model, method) +
-                     "): it needs an encoding with memory; use nonoverlap or sliding");
-  }
+  if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; }))
+    throw InputError("nothing to compare: " + reasons);
 }
 
 // 3. The split of every run's corpus (runs on one corpus share it): the same token ids for
@@ -157,10 +163,7 @@ CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>
   cr.dir = c.specs[r].dir;
   cr.name = run_name(cr.dir) + c.specs[r].suffix;
   cr.supported = c.supported[r];
-  if (!cr.supported) {
-    cr.unsupported = "--method " + c.specs[r].settings.protocol + " does not apply: " +
-                     protocol_inapplicable(run.config.model, c.specs[r].settings.protocol);
-  }
+  if (!cr.supported) cr.unsupported = column_reason(c, r);
   cr.skipped = c.skipped[r];
   CachedEvaluator evaluator(run, o.checkpoint, c.split, ids, o.read_cache);
   cr.identity = identify_run(run, evaluator.subject().checkpoint);

@@ -171,43 +171,6 @@ std::string aid_label(ExtrapolationAid aid, double factor) {
   return fmt::format("{} x{:g}", to_string(aid), factor);
 }
 
-namespace {
-
-// The aid must be one the encoding has; a window longer than a learned table needs one.
-void check_aid(const ModelConfig& model, const EvalRequest& r) {
-  const EncodingTraits& traits = encoding_traits(model.pos_encoding);
-  if (r.aid != ExtrapolationAid::kNone &&
-      std::find(traits.aids.begin(), traits.aids.end(), r.aid) == traits.aids.end()) {
-    std::vector<std::string> names;
-    for (const auto aid : traits.aids) names.push_back(to_string(aid));
-    throw InputError("--aid " + to_string(r.aid) + " does not apply to model.pos_encoding " +
-                     traits.name + " (its aids: " + (names.empty() ? "none" : join(names)) + ")");
-  }
-  // The same rule check_eval_options applies to --aid-factor, for requests built in code.
-  if (!(r.aid_factor == 0 || r.aid_factor >= 1) || !std::isfinite(r.aid_factor)) {
-    throw InputError("--aid-factor must be >= 1 (or 0 = derived), got " +
-                     fmt::format("{}", r.aid_factor));
-  }
-  const int64_t limit = position_limit(model);
-  if (r.length > limit && r.aid != ExtrapolationAid::kInterpolate) {
-    throw InputError("length " + std::to_string(r.length) + " is past the " +
-                     std::to_string(limit) + " positions of model.pos_encoding " + traits.name +
-                     " (model." + traits.length_limit_key +
-                     "): a learned table has no rows for later positions; evaluate up to " +
-                     std::to_string(limit) + " or add --aid interpolate");
-  }
-  if (r.aid == ExtrapolationAid::kInterpolate && r.aid_factor > 0 &&
-      static_cast<double>(r.length - 1) / r.aid_factor > static_cast<double>(limit - 1)) {
-    throw InputError("--aid-factor " + fmt::format("{:g}", r.aid_factor) + " maps length " +
-                     std::to_string(r.length) + " past the " + std::to_string(limit) +
-                     " positions of the table; use at least " +
-                     fmt::format("{:g}", static_cast<double>(r.length - 1) / (limit - 1)) +
-                     " or 0 (derived)");
-  }
-}
-
-}  // namespace
-
 int64_t longest_window(const EvalResult& r) {
   int64_t longest = 0;
   for (const int64_t n : r.window_tokens) longest = std::max(longest, n);
@@ -216,33 +179,6 @@ int64_t longest_window(const EvalResult& r) {
 
 double EvalResult::ppl() const { return std::exp(mean_nll()); }
 double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
-
-void check_eval_request(const TransformerLM& model, const EvalRequest& r) {
-  if (r.length < 1)
-    throw InputError("evaluation length must be a positive integer, got " +
-                     std::to_string(r.length));
-  const std::string inapplicable = protocol_inapplicable(model->config(), r.protocol);
-  if (!inapplicable.empty()) {
-    throw InputError("--method " + r.protocol + " does not apply to this run: its " +
-                     "model.pos_encoding " + inapplicable + " (use nonoverlap or sliding)");
-  }
-  check_request_settings(r, flag_namer(eval_protocol(r.protocol)), /*accept_unset=*/false);
-  check_aid(model->config(), r);
-  if (r.shards < 1 || r.shard < 0 || r.shard >= r.shards) {
-    throw std::invalid_argument("evaluation shard " + std::to_string(r.shard) + " of " +
-                                std::to_string(r.shards) + " does not exist");
-  }
-  if (r.clamp_len < -1) {
-    throw InputError("--clamp-len must be >= 0 (0 = no cap), got " + std::to_string(r.clamp_len));
-  }
-  const EncodingTraits& traits = encoding_traits(model->config().pos_encoding);
-  if (r.clamp_len >= 0 && !traits.uses_clamp_len) {
-    throw InputError("--clamp-len " + std::to_string(r.clamp_len) + " caps the distances of " +
-                     join(encoding_names_where(&EncodingTraits::uses_clamp_len)) +
-                     ", but the run's model.pos_encoding is " + traits.name +
-                     ", which ignores it; leave --clamp-len out");
-  }
-}
 
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress) {

@@ -59,17 +59,6 @@ std::string protocol_inapplicable(const ModelConfig& model, const std::string& n
   return "";
 }
 
-std::string request_unavailable(const ModelConfig& model, const EvalRequest& request) {
-  const std::string method = protocol_inapplicable(model, request.protocol);
-  if (!method.empty()) return method;
-  const EncodingTraits& traits = encoding_traits(model.pos_encoding);
-  if (request.aid != ExtrapolationAid::kNone &&
-      std::find(traits.aids.begin(), traits.aids.end(), request.aid) == traits.aids.end()) {
-    return "the aid " + to_string(request.aid) + " does not apply to " + traits.name;
-  }
-  return length_unavailable(model, request);
-}
-
 EvalRequest as_trained_request(const Config& config, bool carries_memory) {
   for (const auto& p : eval_protocols()) {
     ProtocolSettings settings;

@@ -106,11 +106,33 @@ std::string per_position_heading(const std::string& method) {
   return out + ":\n";
 }
 
+namespace {
+
+// Why result i is n/a ("" when it was evaluated).
+const std::string& skipped_reason(const EvalReport& r, size_t i) {
+  static const std::string evaluated;
+  return i < r.skipped.size() ? r.skipped[i] : evaluated;
+}
+
+// The first result evaluated, whose protocol names the report's (nullptr: none).
+const EvalResult* first_evaluated(const EvalReport& r) {
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    if (skipped_reason(r, i).empty()) return &r.results[i];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 nlohmann::json report_to_json(const EvalReport& r) {
   const bool chars = reports_bpc(r.tokenizer);
   nlohmann::json results = nlohmann::json::array();
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
+    if (!skipped_reason(r, i).empty()) {
+      results.push_back({{"length", e.length}, {"skipped", skipped_reason(r, i)}});
+      continue;
+    }
     auto row = summary_to_json(e, chars, r.bootstrap, r.bytes_per_token);
     row["cached"] = i < r.cached.size() && r.cached[i];
     if (r.per_position) row["per_position"] = per_position_to_json(e);
@@ -118,7 +140,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
   }
   nlohmann::json j = {{"run", r.run},
                       {"split", r.split},
-                      {"method", r.results.empty() ? "" : r.results.front().protocol},
+                      {"method", first_evaluated(r) ? first_evaluated(r)->protocol : ""},
                       {"tokenizer", r.tokenizer},
                       {"bytes_per_token", r.bytes_per_token},
                       {"precision", r.precision},
@@ -149,7 +171,7 @@ std::string format_report_table(const EvalReport& r) {
                                 r.identity.checkpoint_step, r.identity.train_length,
                                 r.precision == "fp32" ? "" : " | precision " + r.precision);
   if (!r.identity.origin.empty()) out += r.identity.origin + "\n";
-  if (!r.results.empty()) out += "method " + describe_method(r.results.front()) + "\n";
+  if (first_evaluated(r)) out += "method " + describe_method(*first_evaluated(r)) + "\n";
   out += fmt::format(
       "{:>8} {:>11} {:>12} {:>10} {:>8} {:>10} {:>10} {:>20}{}\n", "length", "method", "setting",
       "tokens", "windows", "nll/token", "ppl", "95% interval",
@@ -157,6 +179,10 @@ std::string format_report_table(const EvalReport& r) {
   for (size_t i = 0; i < r.results.size(); ++i) {
     const auto& e = r.results[i];
     std::string mark = e.length == r.identity.train_length ? " *" : "";
+    if (!skipped_reason(r, i).empty()) {
+      out += fmt::format("{:>8} {:>11}   {}{}\n", e.length, "n/a", skipped_reason(r, i), mark);
+      continue;
+    }
     if (!short_window_note(e).empty()) mark += " !";
     const std::string cached = i < r.cached.size() && r.cached[i] ? " (cached)" : "";
     out += fmt::format(
@@ -175,13 +201,15 @@ std::string format_report_table(const EvalReport& r) {
         "comparable across tokenizers)\n",
         r.bytes_per_token, r.tokenizer);
   }
-  for (const auto& e : r.results) {
-    const std::string note = short_window_note(e);
-    if (!note.empty()) out += "! " + note + "\n";
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    const std::string note = short_window_note(r.results[i]);
+    if (!note.empty() && skipped_reason(r, i).empty()) out += "! " + note + "\n";
   }
-  if (r.per_position && !r.results.empty()) {
-    out += per_position_heading(r.results.front().protocol);
-    for (const auto& e : r.results) out += format_per_position(e) + "\n";
+  if (r.per_position && first_evaluated(r)) {
+    out += per_position_heading(first_evaluated(r)->protocol);
+    for (size_t i = 0; i < r.results.size(); ++i) {
+      if (skipped_reason(r, i).empty()) out += format_per_position(r.results[i]) + "\n";
+    }
   }
   return out;
 }

@@ -24,12 +24,4 @@ EvalRequest make_eval_request(const EvalSettings& s, int64_t length, int64_t bat
   return r;
 }
 
-std::string length_unavailable(const ModelConfig& model, const EvalRequest& r) {
-  const int64_t limit = position_limit(model);
-  if (r.length <= limit || r.aid == ExtrapolationAid::kInterpolate) return "";
-  return fmt::format("past the {} positions of {} (model.{}; the interpolate aid stretches it)",
-                     limit, to_string(model.pos_encoding),
-                     encoding_traits(model.pos_encoding).length_limit_key);
-}
-
 }  // namespace txl

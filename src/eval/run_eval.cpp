@@ -2,12 +2,16 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/eval_footprint.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/progress.h"
+#include "txl/eval/protocol.h"
 #include "txl/run/run_dir.h"
+#include "txl/util/error.h"
 
 namespace txl {
 
@@ -16,15 +20,32 @@ PreparedEval::PreparedEval(const RunEvalOptions& o, bool check_lengths)
       run_(load_run(o.run_dir, o.checkpoint, o.device)),
       split_(o.split.empty() ? run_.config.eval.split : o.split),
       lengths_(o.lengths.empty() ? run_.config.eval.lengths : o.lengths) {
-  if (check_lengths) {
-    for (const int64_t length : lengths_) check_eval_request(run_.model, request(length));
-  }
+  if (check_lengths)
+    decide_lengths();
+  else
+    skipped_.assign(lengths_.size(), "");
   ids_ = load_split(run_.config.data.dir, split_, run_.vocab, &stats_, &cache_writes_);
   if (check_lengths) {
-    // Every length must fit in memory before the first one is evaluated.
-    for (const int64_t length : lengths_)
-      check_eval_fits(run_.model, request(length), static_cast<int64_t>(ids_.size()));
+    // Every length evaluated must fit in memory before the first one is.
+    for (size_t i = 0; i < lengths_.size(); ++i) {
+      if (skipped_[i].empty())
+        check_eval_fits(run_.model, request(lengths_[i]), static_cast<int64_t>(ids_.size()));
+    }
   }
+}
+
+// Each length evaluated or n/a with the reason (request_unavailable); a refused request, or
+// nothing left to evaluate, is an InputError.
+void PreparedEval::decide_lengths() {
+  std::string reasons;
+  for (const int64_t length : lengths_) {
+    skipped_.push_back(request_unavailable(run_.config.model, request(length)));
+    if (!skipped_.back().empty())
+      reasons +=
+          fmt::format("{}length {}: {}", reasons.empty() ? "" : "; ", length, skipped_.back());
+  }
+  if (std::all_of(skipped_.begin(), skipped_.end(), [](const auto& s) { return !s.empty(); }))
+    throw InputError("nothing to evaluate: " + reasons);
 }
 
 EvalRequest PreparedEval::request(int64_t length) const {
@@ -44,7 +65,16 @@ RunEvalOutcome PreparedEval::evaluate() {
   report.precision = to_string(options_.settings.precision);
   report.per_position = options_.per_position;
   report.bytes_per_token = bytes_per_token(stats_);
-  for (const int64_t length : lengths_) {
+  report.skipped = skipped_;
+  for (size_t i = 0; i < lengths_.size(); ++i) {
+    const int64_t length = lengths_[i];
+    if (!skipped_[i].empty()) {
+      report.results.push_back(EvalResult{});
+      report.results.back().length = length;
+      report.cached.push_back(false);
+      fmt::print(stderr, "  length {:>6}: n/a ({})\n", length, skipped_[i]);
+      continue;
+    }
     bool cached = false;
     EvalProgressPrinter progress(fmt::format("length {}", length));
     report.results.push_back(evaluator.evaluate(request(length), &cached, progress.callback()));

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "txl/config/encodings.h"
+#include "txl/eval/protocol.h"
 #include "txl/probe/probe.h"
 #include "txl/util/error.h"
 
@@ -32,13 +32,10 @@ int64_t longest_length(const ProbeSubject& subject) {
 }
 
 void check_window_fits(const ProbeSubject& subject, int64_t window, const std::string& option) {
-  const int64_t limit = position_limit(subject.config->model);
-  if (window <= limit) return;
-  throw InputError(fmt::format(
-      "{} asks for windows of {} tokens, past the {} positions of model.pos_encoding {} "
-      "(model.{}); use smaller values",
-      option, window, limit, to_string(subject.config->model.pos_encoding),
-      encoding_traits(subject.config->model.pos_encoding).length_limit_key));
+  const std::string past = window_past_table(subject.config->model, window);
+  if (past.empty()) return;
+  throw InputError(fmt::format("{} asks for windows of {} tokens, {}; use smaller values", option,
+                               window, past));
 }
 
 }  // namespace txl

@@ -126,17 +126,10 @@ struct LengthResult {
 LengthResult evaluate_length(const StudyCell& cell, const LoadedRun& run,
                              CachedEvaluator& evaluator, const StudyProtocol& protocol,
                              int64_t length) {
-  const auto request = make_eval_request(protocol.settings, length, run.config.eval.batch_tokens,
-                                         training_length(run.config));
+  const auto request = study_request(protocol, run.config, length);
+  // n/a with the reason, like eval and compare; check_cells_can_train refused the rest.
   const std::string reason = request_unavailable(run.config.model, request);
   if (!reason.empty()) return {json{{"length", length}, {"skipped", reason}}};
-  try {
-    check_eval_request(run.model, request);
-  } catch (const InputError& e) {
-    // A setting this cell cannot take at this length (an aid's factor past a learned
-    // table): n/a with the reason, like the other cells' n/a, instead of failing the study.
-    return {json{{"length", length}, {"skipped", e.what()}}};
-  }
   bool cached = false;
   EvalProgressPrinter progress(
       fmt::format("[study] {} {} L={}", cell.name, protocol.label, length));
@@ -170,6 +163,11 @@ void write_cell_file(const StudySpec& spec, const StudyCell& cell, const StudyPa
 }
 
 }  // namespace
+
+EvalRequest study_request(const StudyProtocol& protocol, const Config& config, int64_t length) {
+  return make_eval_request(protocol.settings, length, config.eval.batch_tokens,
+                           training_length(config));
+}
 
 std::string to_string(CellState state) {
   switch (state) {

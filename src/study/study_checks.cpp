@@ -6,6 +6,7 @@
 #include <map>
 
 #include "txl/data/corpus.h"
+#include "txl/eval/protocol.h"
 #include "txl/platform/resources.h"
 #include "txl/probe/run_probes.h"
 #include "txl/train/batcher.h"
@@ -53,6 +54,18 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
     facts.eval_ids = split_ids(corpus, spec.eval.split);
     facts.vocab = std::move(corpus.vocab);
     it = corpora.emplace(data_key, std::move(facts)).first;
+  }
+  // Every protocol at every length decided as run_cell will (n/a is a cell's result; a
+  // refused request stops the study now, not after the cell trained).
+  for (const auto& protocol : spec.protocols) {
+    for (const int64_t length : spec.eval.lengths) {
+      try {
+        request_unavailable(cell.config.model, study_request(protocol, cell.config, length));
+      } catch (const InputError& e) {
+        throw InputError(
+            fmt::format("eval: {} at length {}: {}", protocol.label, length, e.what()));
+      }
+    }
   }
   const TrainConfig& train = cell.config.train;
   check_training_streams(it->second.train_tokens, train.batch_size, longest_segment(train));

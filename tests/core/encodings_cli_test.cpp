@@ -156,6 +156,15 @@ TEST(EncodingsCli, AidsChangeScoresAndTheCacheAndAreRefusedWhereTheyDoNotApply) 
   EXPECT_EQ(jc["runs"][1]["name"], "table@interpolate");
   EXPECT_TRUE(jc["paired"]["rows"][1]["skipped"].get<bool>());
   EXPECT_NE(c.out.find("n/a"), std::string::npos) << c.out;
+  // eval decides each length the same way: n/a past the table, the rest scored.
+  const auto ejson = dir + "/e.json";
+  const auto e = run_txl({"eval", "--run", table, "--lengths", "8,32", "--json", ejson});
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto je = nlohmann::json::parse(read_text(ejson));
+  EXPECT_TRUE(je["results"][0].contains("ppl"));
+  EXPECT_EQ(je["results"][1]["skipped"].get<std::string>().find("past the 16"), 0u);
+  EXPECT_EQ(je["method"], "nonoverlap");
+  EXPECT_NE(e.out.find("n/a   past the 16 positions"), std::string::npos) << e.out;
   testing::cleanup_scratch();
 }
 

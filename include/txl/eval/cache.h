@@ -37,6 +37,12 @@ struct EvalSubject {
   int64_t checkpoint_step = 0;
   uint64_t checkpoint_checksum = 0;
 };
+// The subject of a loaded run: `which` is its --checkpoint choice, `ids` the split's tokens.
+EvalSubject identify_subject(const LoadedRun& run, const std::string& which,
+                             const std::string& split, const std::vector<int32_t>& ids);
+// {"split", "split_checksum", "checkpoint", "checkpoint_step", "checkpoint_checksum"}: in
+// every cache key, and what the shards of one probe merge must share.
+nlohmann::json subject_to_json(const EvalSubject& subject);
 
 nlohmann::json eval_cache_key(const EvalSubject& subject, const ModelConfig& model,
                               const EvalRequest& request);

@@ -18,8 +18,9 @@ struct CompareRun {
   std::string dir;
   std::string name;  // the directory's last component
   RunIdentity identity;
-  // False when the method does not apply to this run (memory with an absolute encoding):
-  // the run's cells read "n/a" and `results` is empty; `unsupported` says why.
+  // False when no length of this run is evaluated (the method needs memory an absolute
+  // encoding lacks, every length is past a learned table): the run's cells read "n/a" and
+  // `results` is empty; `unsupported` gives the lengths' reasons.
   bool supported = true;
   std::string unsupported;
   std::vector<EvalResult> results;  // one per length, same order as Comparison::lengths

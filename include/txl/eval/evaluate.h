@@ -122,9 +122,8 @@ int64_t longest_window(const EvalResult& result);
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress = {});
 
-// Checks a request against a model: positive length, the protocol applies to the model
-// (protocol_inapplicable) and its own options hold (EvalProtocol::check), the aid and the
-// clamp apply to the encoding. InputError naming the option.
+// request_unavailable (protocol.h) as a check: InputError for a request that is refused or
+// n/a, naming the option or the reason.
 void check_eval_request(const TransformerLM& model, const EvalRequest& request);
 
 }  // namespace txl

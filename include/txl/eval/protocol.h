@@ -127,11 +127,22 @@ std::string protocol_inapplicable(const ModelConfig& model, const std::string& n
 // The protocol and settings a run's own validation evaluates with (TrainingFit::kOwn).
 EvalRequest as_trained_request(const Config& config, bool carries_memory);
 
-// Why `request` cannot be evaluated on a model with this config at all ("" when it can):
-// protocol_inapplicable, an aid the encoding does not
-// have, a length past a learned table without the interpolate aid. The one place every
-// consumer (eval, compare, study) asks.
+// Whether `request` is evaluated on a model with this config, the one decision eval,
+// compare, study and bench make per length (request_check.cpp):
+//   evaluated  "" is returned;
+//   n/a        the reason is returned: a fact of the run that no option changes here (a
+//              protocol needing memory on an encoding without it, an aid the encoding does
+//              not have, a length past a learned table that --aid interpolate does not reach).
+//              The length shows as n/a with it; a command with nothing left to evaluate
+//              refuses with it;
+//   refused    InputError naming the option: a setting to change whatever the run (a length
+//              below 1, a stride past the length, --clamp-len on an encoding that ignores it).
 std::string request_unavailable(const ModelConfig& model, const EvalRequest& request);
+
+// Why a window of `window` positions does not fit the model's learned position table ("" when
+// it does, or when the encoding has none): the rule request_unavailable applies to lengths and
+// the probes and bench apply to their windows.
+std::string window_past_table(const ModelConfig& model, int64_t window);
 
 // Shared by the protocols' plans: the block [first, end) of `count` units (windows or
 // streams) that the request's shard takes.

@@ -32,6 +32,8 @@ struct EvalReport {
   std::string precision = "fp32";  // fp32 | bf16 (--precision): in the JSON and the table
   std::vector<EvalResult> results;
   std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)
+  // Per result: why its length is n/a, its result then empty ("" or absent = evaluated).
+  std::vector<std::string> skipped;
   BootstrapOptions bootstrap;
   bool per_position = false;  // show mean NLL per window position (bucketed)
   // The split's UTF-8 bytes over its tokens (0 = unknown): turns bits per token into bits
@@ -71,7 +73,8 @@ std::string format_per_position(const EvalResult& result);
 std::string per_position_heading(const std::string& method);
 
 // {"run", "split", "encoding", "tokenizer", "train_length", "checkpoint", "checkpoint_step",
-//  "interval": {...}, "results": [summary + "cached" + "per_position"?]}
+//  "interval": {...}, "results": [summary + "cached" + "per_position"?, or {"length",
+//  "skipped": why} for a length that is n/a]}
 nlohmann::json report_to_json(const EvalReport& report);
 
 std::string format_report_table(const EvalReport& report);

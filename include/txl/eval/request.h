@@ -41,9 +41,4 @@ struct EvalPlan {
 EvalRequest make_eval_request(const EvalSettings& settings, int64_t length, int64_t batch_tokens,
                               int64_t train_len = 0);
 
-// Why a model cannot be evaluated at this request's length at all ("" when it can): past
-// the rows of a learned position table without the interpolate aid. Such a length is
-// reported as n/a with this reason instead of failing the whole evaluation.
-std::string length_unavailable(const ModelConfig& model, const EvalRequest& request);
-
 }  // namespace txl

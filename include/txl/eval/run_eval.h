@@ -34,11 +34,13 @@ struct RunEvalOutcome {
 };
 
 // The evaluation of one run in its two phases, so that a caller can add checks of its own
-// between them (the probes' plan): constructing it loads the run and the split and checks
-// every length (the request, then that it fits in memory; none with check_lengths false:
-// the probes alone, txl eval --shard). The token cache's new entries are held until commit(),
-// so a refusal by a later check writes nothing. evaluate() then scores every length through
-// the run's cache, printing one line per length on stderr (and progress for long ones).
+// between them (the probes' plan): constructing it loads the run and the split and decides
+// every length (request_unavailable: evaluated, n/a with the reason, or refused; nothing
+// evaluated at all is refused too), then checks that those evaluated fit in memory (none of
+// this with check_lengths false: the probes alone, txl eval --shard). The token cache's new
+// entries are held until commit(), so a refusal by a later check writes nothing. evaluate()
+// then scores every length through the run's cache (n/a ones are empty results beside their
+// reason in EvalReport::skipped), printing one line per length on stderr.
 class PreparedEval {
  public:
   explicit PreparedEval(const RunEvalOptions& options, bool check_lengths = true);
@@ -51,11 +53,13 @@ class PreparedEval {
 
  private:
   EvalRequest request(int64_t length) const;
+  void decide_lengths();
 
   RunEvalOptions options_;
   LoadedRun run_;
   std::string split_;
   std::vector<int64_t> lengths_;
+  std::vector<std::string> skipped_;  // per length: why it is n/a ("" = evaluated)
   EncodeStats stats_;
   TokenCacheWrites cache_writes_;
   std::vector<int32_t> ids_;

@@ -49,6 +49,9 @@ struct CellOutcome {
   bool trained = false;        // this call trained (not merely reused)
 };
 
+// The request a cell with this config evaluates `protocol` at `length` with.
+EvalRequest study_request(const StudyProtocol& protocol, const Config& config, int64_t length);
+
 // Trains and evaluates the cell. A run directory whose config differs from the cell's
 // (other than resumable keys) throws InputError naming both. Honours `stop` between steps
 // and between evaluations.
