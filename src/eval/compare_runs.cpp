@@ -92,15 +92,6 @@ EvalRequest request_for(const ComparedRuns& c, size_t r, int64_t length) {
                            training_length(c.runs[r].config));
 }
 
-// Why run r's column is n/a at every length: its lengths' reasons, each once.
-std::string column_reason(const ComparedRuns& c, size_t r) {
-  std::vector<std::string> reasons;
-  for (const auto& why : c.skipped[r]) {
-    if (std::find(reasons.begin(), reasons.end(), why) == reasons.end()) reasons.push_back(why);
-  }
-  return join(reasons, "; ");
-}
-
 // 2. Each run at each length: evaluated, n/a with the reason, or refused (request_unavailable,
 // the decision eval and study make). A run with no length evaluated is an n/a column;
 // nothing evaluated in any run is refused.
@@ -115,7 +106,8 @@ void plan_requests(ComparedRuns& c) {
       c.supported[r] = c.supported[r] || c.skipped[r].back().empty();
     }
     if (!c.supported[r])
-      reasons += (reasons.empty() ? "" : "; ") + c.specs[r].dir + ": " + column_reason(c, r);
+      reasons += (reasons.empty() ? "" : "; ") + c.specs[r].dir + ": " +
+                 skipped_reasons(c.lengths, c.skipped[r]);
   }
   if (std::none_of(c.supported.begin(), c.supported.end(), [](bool s) { return s; }))
     throw InputError("nothing to compare: " + reasons);
@@ -163,7 +155,7 @@ CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>
   cr.dir = c.specs[r].dir;
   cr.name = run_name(cr.dir) + c.specs[r].suffix;
   cr.supported = c.supported[r];
-  if (!cr.supported) cr.unsupported = column_reason(c, r);
+  if (!cr.supported) cr.unsupported = skipped_reasons(c.lengths, c.skipped[r]);
   cr.skipped = c.skipped[r];
   CachedEvaluator evaluator(run, o.checkpoint, c.split, ids, o.read_cache);
   cr.identity = identify_run(run, evaluator.subject().checkpoint);

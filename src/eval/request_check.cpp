@@ -39,7 +39,10 @@ std::string aid_not_applicable(const ModelConfig& model, ExtrapolationAid aid) {
 
 // n/a: a length a learned table cannot encode, with the aid and factor asked for.
 std::string length_not_applicable(const ModelConfig& model, const EvalRequest& r) {
-  if (r.aid != ExtrapolationAid::kInterpolate) return window_past_table(model, r.length);
+  if (r.aid != ExtrapolationAid::kInterpolate) {
+    const std::string past = window_past_table(model, r.length);
+    return past.empty() ? "" : past + ", which --aid interpolate stretches";
+  }
   const int64_t limit = position_limit(model);
   if (r.aid_factor > 0 &&
       static_cast<double>(r.length - 1) / r.aid_factor > static_cast<double>(limit - 1)) {
@@ -79,8 +82,7 @@ void check_request_options(const ModelConfig& model, const EvalRequest& r) {
 std::string window_past_table(const ModelConfig& model, int64_t window) {
   const int64_t limit = position_limit(model);
   if (window <= limit) return "";
-  return fmt::format("past the {} positions of {} (model.{}; the interpolate aid stretches it)",
-                     limit, to_string(model.pos_encoding),
+  return fmt::format("past the {} positions of {} (model.{})", limit, to_string(model.pos_encoding),
                      encoding_traits(model.pos_encoding).length_limit_key);
 }
 
@@ -95,6 +97,23 @@ std::string request_unavailable(const ModelConfig& model, const EvalRequest& r) 
   why = aid_not_applicable(model, r.aid);
   if (!why.empty()) return why;
   return length_not_applicable(model, r);
+}
+
+std::string skipped_reasons(const std::vector<int64_t>& lengths,
+                            const std::vector<std::string>& skipped) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (size_t i = 0; i < skipped.size() && i < lengths.size(); ++i) {
+    if (skipped[i].empty()) continue;
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == skipped[i]; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {skipped[i], {}});
+    group->second.push_back(std::to_string(lengths[i]));
+  }
+  std::vector<std::string> parts;
+  for (const auto& [why, at] : groups) {
+    parts.push_back(why + " (length" + (at.size() > 1 ? "s " : " ") + join(at) + ")");
+  }
+  return join(parts, "; ");
 }
 
 void check_eval_request(const TransformerLM& model, const EvalRequest& request) {

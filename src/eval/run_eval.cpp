@@ -37,15 +37,10 @@ PreparedEval::PreparedEval(const RunEvalOptions& o, bool check_lengths)
 // Each length evaluated or n/a with the reason (request_unavailable); a refused request, or
 // nothing left to evaluate, is an InputError.
 void PreparedEval::decide_lengths() {
-  std::string reasons;
-  for (const int64_t length : lengths_) {
+  for (const int64_t length : lengths_)
     skipped_.push_back(request_unavailable(run_.config.model, request(length)));
-    if (!skipped_.back().empty())
-      reasons +=
-          fmt::format("{}length {}: {}", reasons.empty() ? "" : "; ", length, skipped_.back());
-  }
   if (std::all_of(skipped_.begin(), skipped_.end(), [](const auto& s) { return !s.empty(); }))
-    throw InputError("nothing to evaluate: " + reasons);
+    throw InputError("nothing to evaluate: " + skipped_reasons(lengths_, skipped_));
 }
 
 EvalRequest PreparedEval::request(int64_t length) const {

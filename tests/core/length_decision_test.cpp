@@ -80,12 +80,20 @@ TEST(LengthDecision, WindowPastTableIsTheTablesRule) {
   const ModelConfig table = model_with(PosEncoding::kLearnedAbsolute);
   EXPECT_EQ(window_past_table(table, 16), "");
   EXPECT_EQ(window_past_table(table, 17),
-            "past the 16 positions of learned_absolute (model.max_len; the interpolate aid "
-            "stretches it)");
+            "past the 16 positions of learned_absolute (model.max_len)");
+  EXPECT_EQ(request_unavailable(table, request("nonoverlap", 17)),
+            "past the 16 positions of learned_absolute (model.max_len), which --aid interpolate "
+            "stretches");
   for (const auto& traits : encoding_registry()) {
     if (traits.length_limit_key) continue;
     EXPECT_EQ(window_past_table(model_with(traits.id), int64_t{1} << 40), "") << traits.name;
   }
+}
+
+TEST(LengthDecision, SkippedReasonsGroupTheLengthsEachReasonHoldsFor) {
+  EXPECT_EQ(skipped_reasons({32, 128, 256, 512}, {"", "past", "aid", "past"}),
+            "past (lengths 128, 512); aid (length 256)");
+  EXPECT_EQ(skipped_reasons({32}, {""}), "");
 }
 
 // The learned-table rule is asked of request_unavailable or window_past_table: only they,
@@ -97,21 +105,10 @@ TEST(LengthDecision, TheLearnedTableRuleIsWrittenOnce) {
       "src/eval/request_check.cpp",  // the decision
       "src/model/transformer.cpp",   // the forward pass's guard against a caller that skipped it
   };
-  const std::filesystem::path root(TXL_SOURCE_DIR);
-  std::vector<std::string> found;
-  for (const char* dir : {"src", "include", "apps"}) {
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / dir)) {
-      if (!entry.is_regular_file()) continue;
-      const std::string rel = std::filesystem::relative(entry.path(), root).generic_string();
-      if (allowed.count(rel)) continue;
-      std::ifstream in(entry.path());
-      std::string line;
-      for (int n = 1; std::getline(in, line); ++n) {
-        if (line.find("position_limit(") != std::string::npos)
-          found.push_back(rel + ":" + std::to_string(n));
-      }
-    }
-  }
+  const auto found =
+      testing::find_in_sources([&](const std::string& file, const std::string& line) {
+        return !allowed.count(file) && line.find("position_limit(") != std::string::npos;
+      });
   EXPECT_TRUE(found.empty()) << "ask request_unavailable or window_past_table instead:\n"
                              << join(found, "\n");
 }

@@ -3,6 +3,7 @@
 // bounds what the plan forwards, and `txl protocols` lists the registry.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -148,26 +149,14 @@ TEST(Protocols, NothingOutsideTheRegistryNamesAProtocolOrItsSettings) {
       {"src/cli/protocols_command.cpp", "memory"},    // a column heading
       {"src/cli/encodings_command.cpp", "memory"},    // an encoding's trait
   };
-  const std::filesystem::path root(TXL_SOURCE_DIR);
-  std::vector<std::string> found;
-  for (const char* dir : {"src", "include", "apps"}) {
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / dir)) {
-      if (!entry.is_regular_file()) continue;
-      const std::string rel = std::filesystem::relative(entry.path(), root).generic_string();
-      if (rel.rfind("src/eval/protocols/", 0) == 0) continue;
-      std::ifstream in(entry.path());
-      std::string line;
-      for (int n = 1; std::getline(in, line); ++n) {
-        const auto comment = line.find("//");
-        if (comment != std::string::npos) line.erase(comment);
-        for (const auto& w : words) {
-          if (line.find('"' + w + '"') == std::string::npos || other_meanings.count({rel, w}))
-            continue;
-          found.push_back(rel + ":" + std::to_string(n) + " \"" + w + "\"");
-        }
-      }
-    }
-  }
+  const auto found = testing::find_in_sources([&](const std::string& file, std::string line) {
+    if (file.rfind("src/eval/protocols/", 0) == 0) return false;
+    const auto comment = line.find("//");
+    if (comment != std::string::npos) line.erase(comment);
+    return std::any_of(words.begin(), words.end(), [&](const std::string& w) {
+      return line.find('"' + w + '"') != std::string::npos && !other_meanings.count({file, w});
+    });
+  });
   EXPECT_TRUE(found.empty()) << "named outside src/eval/protocols/ (ask the registry):\n"
                              << join(found, "\n");
 }

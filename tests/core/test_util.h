@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,5 +129,26 @@ class ScopedEnv {
   std::string name_;
   std::optional<std::string> saved_;
 };
+
+// Every line of the project's sources (src/, include/, apps/) for which `hit(file, line)`
+// holds, as "file:N" with file relative to the source root: the scans that check a rule is
+// written in one place.
+inline std::vector<std::string> find_in_sources(
+    const std::function<bool(const std::string& file, const std::string& line)>& hit) {
+  const std::filesystem::path root(TXL_SOURCE_DIR);
+  std::vector<std::string> found;
+  for (const char* dir : {"src", "include", "apps"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / dir)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string file = std::filesystem::relative(entry.path(), root).generic_string();
+      std::ifstream in(entry.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        if (hit(file, line)) found.push_back(file + ":" + std::to_string(n));
+      }
+    }
+  }
+  return found;
+}
 
 }  // namespace txl::testing

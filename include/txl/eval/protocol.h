@@ -139,6 +139,11 @@ EvalRequest as_trained_request(const Config& config, bool carries_memory);
 //              below 1, a stride past the length, --clamp-len on an encoding that ignores it).
 std::string request_unavailable(const ModelConfig& model, const EvalRequest& request);
 
+// The reasons of the n/a lengths (skipped[i] for lengths[i], "" = evaluated), each once with
+// the lengths it holds for: "R1 (lengths 128, 256); R2 (length 32)".
+std::string skipped_reasons(const std::vector<int64_t>& lengths,
+                            const std::vector<std::string>& skipped);
+
 // Why a window of `window` positions does not fit the model's learned position table ("" when
 // it does, or when the encoding has none): the rule request_unavailable applies to lengths and
 // the probes and bench apply to their windows.
