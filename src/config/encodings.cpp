@@ -1,6 +1,7 @@
-// The traits table. Each entry says what one encoding is and costs; its numbers mirror the
-// modules in src/model/encodings/ (the memory-estimate and bench tests compare them with
-// the built model's parameter count).
+// The traits registry and the lookups over it. Each encoding's entry, what it is and costs,
+// lies beside its module in src/model/encodings/<name>_traits.cpp (its numbers mirror the
+// module; the memory-estimate and bench tests compare them with the built model's parameter
+// count); the registry calls them in the order of encoding_list.h.
 #include "txl/config/encodings.h"
 
 #include <algorithm>
@@ -8,8 +9,10 @@
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
+#include "txl/config/encoding_traits_helpers.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -17,203 +20,24 @@ namespace txl {
 
 namespace {
 
-double none(const ModelConfig& /*c*/) { return 0.0; }
-
-PositionCost no_cost(const ModelConfig& /*c*/, double /*b*/, double /*q*/, double /*k*/) {
-  return {};
-}
-
-double hd(const ModelConfig& c) { return static_cast<double>(c.n_head * c.d_head); }
-
-EncodingTraits relative() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kRelative;
-  t.name = "relative";
-  t.formula = "(q+u).k + (q+v).W_r R[i-j]: Transformer-XL sinusoids R, projected per layer";
-  t.takes_memory = true;
-  t.uses_clamp_len = true;
-  t.layer_parameters = [](const ModelConfig& c) {
-    return 2 * hd(c) + static_cast<double>(c.d_model) * hd(c);  // u, v and W_r
-  };
-  t.model_parameters = none;
-  t.cost = [](const ModelConfig& c, double b, double q, double k) {
-    // (q + v).r_k against one key per distance; W_r R once per pass, R a constant.
-    return PositionCost{hd(c) * k, k * static_cast<double>(c.d_model) * hd(c) / (b * q), 4.0};
-  };
-  return t;
-}
-
-EncodingTraits absolute() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kAbsolute;
-  t.name = "absolute";
-  t.formula = "q.k; sinusoids PE(t) added to the token embeddings (Vaswani et al.)";
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;
-  return t;
-}
-
-EncodingTraits relative_learned() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kRelativeLearned;
-  t.name = "relative_learned";
-  t.formula = "(q+u).k + (q+v).P_h T[clamp(i-j)]: a learned table of distances (the seed)";
-  t.takes_memory = true;
-  t.uses_clamp_len = true;
-  t.uses_max_rel_dist = true;
-  t.layer_parameters = [](const ModelConfig& c) {
-    const double D = static_cast<double>(c.d_head), H = static_cast<double>(c.n_head);
-    // u, v, the distance table and one D x D projection per head.
-    return 2 * hd(c) + (2 * static_cast<double>(c.max_rel_dist) - 1) * D + H * D * D;
-  };
-  t.model_parameters = none;
-  t.cost = [](const ModelConfig& c, double b, double q, double k) {
-    const double D = static_cast<double>(c.d_head);
-    return PositionCost{hd(c) * k, hd(c) * k * D / (b * q), 6.0};  // the table is learned
-  };
-  return t;
-}
-
-EncodingTraits nope() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kNope;
-  t.name = "nope";
-  t.formula = "q.k: no position information beyond the causal mask (Kazemnejad et al.)";
-  t.takes_memory = true;
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;
-  return t;
-}
-
-EncodingTraits rope() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kRope;
-  t.name = "rope";
-  t.formula = "R(p_i) q . R(p_j) k: pairs (x_j, x_j+D/2) rotated by p * base^(-2j/D) (RoFormer)";
-  t.takes_memory = true;
-  t.options = {{"rope_base", 10000.0, 2.0, 1e12, false, "rope: base b of theta_j = b^(-2j/D)"}};
-  t.aids = {ExtrapolationAid::kPi, ExtrapolationAid::kNtk, ExtrapolationAid::kYarn,
-            ExtrapolationAid::kDynamicNtk, ExtrapolationAid::kDynamicYarn};
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;  // element-wise rotations of q and k, no multiply-accumulates
-  return t;
-}
-
-EncodingTraits alibi() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kAlibi;
-  t.name = "alibi";
-  t.formula = "q.k - m_h (i-j): fixed geometric slopes m_h, no embedding (Press et al.)";
-  t.takes_memory = true;
-  t.uses_clamp_len = true;
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;
-  return t;
-}
-
-EncodingTraits t5() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kT5;
-  t.name = "t5";
-  t.formula = "q.k + sqrt(D) T[bucket(i-j), h]: learned per layer, log-spaced buckets (T5)";
-  t.takes_memory = true;
-  t.options = {{"t5_buckets", 32, 2, 4096, true, "t5: number of distance buckets", /*shapes=*/true},
-               {"t5_max_distance", 128, 2, 1e9, true, "t5: distance where the last bucket starts"}};
-  t.layer_parameters = [](const ModelConfig& c) {
-    return encoding_option(c, "t5_buckets") * static_cast<double>(c.n_head);
-  };
-  // bucket(n) (model/encodings/t5.h) divides by ln(t5_max_distance / E), E = t5_buckets / 2
-  // exact buckets: at or below E it divides by 0 or a negative number and indexes outside
-  // the table.
-  t.check = [](const ModelConfig& c, const TrainConfig& /*t*/) -> std::string {
-    const int64_t buckets = encoding_option_int(c, "t5_buckets");
-    const int64_t max_distance = encoding_option_int(c, "t5_max_distance");
-    const int64_t exact = buckets / 2;
-    if (max_distance > exact) return "";
-    return "model.t5_max_distance (" + std::to_string(max_distance) +
-           ") must be greater than model.t5_buckets / 2 (" + std::to_string(buckets) +
-           " / 2 = " + std::to_string(exact) + "): the first " + std::to_string(exact) +
-           " buckets hold the distances below " + std::to_string(exact) +
-           " exactly, the others are log-spaced from there up to t5_max_distance; raise "
-           "model.t5_max_distance to at least " +
-           std::to_string(exact + 1) + " or lower model.t5_buckets";
-  };
-  t.model_parameters = none;
-  t.cost = no_cost;  // a gather
-  return t;
-}
-
-EncodingTraits kerple() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kKerple;
-  t.name = "kerple";
-  t.formula = "q.k - r1_h log(1 + r2_h (i-j)): r1, r2 > 0 learned per head (KERPLE, log)";
-  t.takes_memory = true;
-  t.uses_clamp_len = true;
-  t.layer_parameters = [](const ModelConfig& c) { return 2.0 * static_cast<double>(c.n_head); };
-  t.model_parameters = none;
-  t.cost = no_cost;
-  return t;
-}
-
-EncodingTraits fire() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kFire;
-  t.name = "fire";
-  t.formula = "q.k + MLP(psi(i-j) / psi(max(L, i)))_h, psi(x) = log(cx+1), c, L learned (FIRE)";
-  t.takes_memory = true;
-  t.options = {{"fire_threshold", 512, 1, 1e9, false, "fire: initial value of the threshold L"}};
-  t.layer_parameters = [](const ModelConfig& c) {
-    const double hidden = 32, H = static_cast<double>(c.n_head);
-    return 2 * hidden + hidden * H + H + 2;  // 1 -> 32 -> H MLP with biases, c, L
-  };
-  t.model_parameters = none;
-  t.cost = [](const ModelConfig& c, double b, double /*q*/, double k) {
-    const double hidden = 32, H = static_cast<double>(c.n_head);
-    // The MLP runs once per (query, key) pair per pass, shared by the batch.
-    return PositionCost{0.0, k * (hidden + hidden * H) / b, 6.0};
-  };
-  return t;
-}
-
-EncodingTraits learned_absolute() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kLearnedAbsolute;
-  t.name = "learned_absolute";
-  t.formula = "q.k; a learned table P[t] of max_len positions added to the embeddings (GPT-2)";
-  t.length_limit_key = "max_len";
-  t.options = {{"max_len", 1024, 1, 1 << 24, true, "learned_absolute: positions in the table",
-                /*shapes=*/true}};
-  t.aids = {ExtrapolationAid::kInterpolate};
-  t.layer_parameters = none;
-  t.model_parameters = [](const ModelConfig& c) {
-    return encoding_option(c, "max_len") * static_cast<double>(c.d_model);
-  };
-  // A training segment reads a row per position, with no memory before it.
-  t.check = [](const ModelConfig& c, const TrainConfig& t) -> std::string {
-    const int64_t rows = encoding_option_int(c, "max_len");
-    const bool drawn = t.tgt_len_max > t.tgt_len;
-    const int64_t longest = drawn ? t.tgt_len_max : t.tgt_len;
-    if (rows >= longest) return "";
-    const std::string key = drawn ? "train.tgt_len_max" : "train.tgt_len";
-    return "model.max_len (" + std::to_string(rows) + ") must be at least " + key + " (" +
-           std::to_string(longest) + "): the learned table of pos_encoding learned_absolute " +
-           "has one row per position of a training segment; raise model.max_len or lower " + key;
-  };
-  t.cost = no_cost;
-  return t;
+// A traits file's id and name must be its line's: a file copied from another encoding and
+// left unchanged would otherwise shadow that encoding.
+EncodingTraits listed(EncodingTraits traits, PosEncoding id, const char* name) {
+  if (traits.id != id || std::string(traits.name) != name) {
+    throw std::logic_error(std::string("the traits of encoding_list.h's line ") + name +
+                           " name another encoding (" + traits.name + ")");
+  }
+  return traits;
 }
 
 }  // namespace
 
 const std::vector<EncodingTraits>& encoding_registry() {
+  // One traits function per line of encoding_list.h, each in its encoding's
+  // src/model/encodings/<name>_traits.cpp.
   static const std::vector<EncodingTraits> registry = {
-      relative(), absolute(), relative_learned(), nope(), rope(),
-      alibi(),    t5(),       kerple(),           fire(), learned_absolute(),
+#define TXL_ENCODING(id, name) listed(name##_traits(), PosEncoding::id, #name),
+#include "txl/config/encoding_list.h"
   };
   return registry;
 }

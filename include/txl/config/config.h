@@ -24,17 +24,10 @@ namespace txl {
 inline constexpr int64_t kMaxThreads = 1024;
 
 enum class TokenizerKind { kChar, kWord, kBpe, kUnigram, kByte };
+// One value per line of encoding_list.h, in its order.
 enum class PosEncoding {
-  kRelative,
-  kAbsolute,
-  kRelativeLearned,
-  kNope,
-  kRope,
-  kAlibi,
-  kT5,
-  kKerple,
-  kFire,
-  kLearnedAbsolute
+#define TXL_ENCODING(id, name) id,
+#include "txl/config/encoding_list.h"
 };
 enum class Precision { kFp32, kBf16 };
 

@@ -1,11 +1,14 @@
 // The position encodings' traits: everything config validation, the CLI, `txl encodings`,
 // `txl bench` and the memory estimate need to know about an encoding, without torch.
-// The modules that compute it live in src/model/encodings/ (one file each) and are built
-// from the factory table in src/model/encoding_registry.cpp; PosEncoding joins the two.
+// Each encoding's traits lie beside the modules that compute it, in
+// src/model/encodings/<name>_traits.cpp (torch-free, built into txl_base); the modules are
+// built by its factory in src/model/encodings/<name>.cpp. config/encoding_list.h names them
+// all, one line per encoding, and the enum, this registry and the factory table come from it.
 //
-// Adding an encoding: one enum value (config.h), one traits entry (encodings.cpp), one model
-// file and one factory line. Every consumer and every registry-driven test reads these
-// tables instead of naming encodings.
+// Adding an encoding: its own files (src/model/encodings/<name>_traits.cpp, the module
+// <name>.cpp with <name>_factory(), its header in include/txl/model/encodings/) and one line
+// in encoding_list.h. Every consumer and every registry-driven test reads these tables
+// instead of naming encodings.
 #pragma once
 
 #include <cstdint>

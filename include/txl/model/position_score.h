@@ -3,10 +3,10 @@
 //                      prepares once per forward pass for every layer (PositionContext)
 //   PositionScoreImpl  once per layer: turns queries and keys into attention logits
 //                      [B, H, Q, K] (before masking), position terms included
-// Both are built from model.pos_encoding through the factory table (encoding_registry.cpp);
-// attention and the model have no encoding switch. What an encoding is and costs (memory,
-// options, parameters, FLOPs) is in config/encodings.h; the modules live in
-// model/encodings/, one file each.
+// Both are built from model.pos_encoding through the factory table (encoding_registry.cpp,
+// gathering each encoding's factory, encoding_factory.h); attention and the model have no
+// encoding switch. What an encoding is and costs (memory, options, parameters, FLOPs) is in
+// config/encodings.h; the modules live in model/encodings/, one file each.
 //
 // Shapes follow the legend in positional.h. Queries arrive already multiplied by
 // 1/sqrt(D), so the result is the scaled score. An encoding gives its score as terms

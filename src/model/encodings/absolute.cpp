@@ -1,5 +1,6 @@
 #include "txl/model/encodings/absolute.h"
 
+#include "txl/model/encoding_factory.h"
 #include "txl/model/positional.h"
 
 namespace txl {
@@ -8,6 +9,12 @@ torch::Tensor AbsoluteSinusoidInput::apply(const torch::Tensor& h, int64_t /*mem
                                            PositionContext& /*pos*/) {
   return h + absolute_sinusoids(h.size(1), d_model_,
                                 torch::TensorOptions().device(h.device()));  // [B, Q, C]
+}
+
+// How model.pos_encoding "absolute" is built (encoding_factory.h).
+EncodingFactory absolute_factory() {
+  return {content_score,
+          [](const ModelConfig& c) { return std::make_shared<AbsoluteSinusoidInput>(c.d_model); }};
 }
 
 }  // namespace txl

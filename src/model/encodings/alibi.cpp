@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "txl/model/encoding_factory.h"
+
 namespace txl {
 
 namespace {
@@ -35,6 +37,11 @@ torch::Tensor AlibiScore::bias(int64_t query_len, const PositionContext& pos,
                                const torch::Device& device) {
   auto n = query_key_distances(query_len, pos.mem_len, pos.clamp_len, device);  // [Q, K]
   return -slopes.view({-1, 1, 1}) * n.to(torch::kFloat32).unsqueeze(0);         // [H, Q, K]
+}
+
+// How model.pos_encoding "alibi" is built (encoding_factory.h).
+EncodingFactory alibi_factory() {
+  return {[](const ModelConfig& c) { return std::make_shared<AlibiScore>(c.n_head); }, nullptr};
 }
 
 }  // namespace txl

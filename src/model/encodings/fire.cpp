@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "txl/model/encoding_factory.h"
+
 namespace txl {
 
 FireScore::FireScore(int64_t n_head, double init_threshold, double init_std) {
@@ -42,6 +44,15 @@ torch::Tensor FireScore::bias(int64_t query_len, const PositionContext& pos,
     out.narrow(1, r, len).copy_(mlp(normalized_distance(n.narrow(0, r, len), p.narrow(0, r, len))));
   }
   return out;
+}
+
+// How model.pos_encoding "fire" is built (encoding_factory.h).
+EncodingFactory fire_factory() {
+  return {[](const ModelConfig& c) {
+            return std::make_shared<FireScore>(c.n_head, encoding_option(c, "fire_threshold"),
+                                               c.init_std);
+          },
+          nullptr};
 }
 
 }  // namespace txl

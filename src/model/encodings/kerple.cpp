@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "txl/model/encoding_factory.h"
+
 namespace txl {
 
 namespace {
@@ -26,6 +28,11 @@ torch::Tensor KerpleScore::bias(int64_t query_len, const PositionContext& pos,
                .unsqueeze(0);                               // [1, Q, K]
   auto log_term = torch::log1p(r2().view({-1, 1, 1}) * n);  // [H, Q, K]
   return -r1().view({-1, 1, 1}) * log_term;                 // [H, Q, K]
+}
+
+// How model.pos_encoding "kerple" is built (encoding_factory.h).
+EncodingFactory kerple_factory() {
+  return {[](const ModelConfig& c) { return std::make_shared<KerpleScore>(c.n_head); }, nullptr};
 }
 
 }  // namespace txl

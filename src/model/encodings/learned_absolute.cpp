@@ -1,5 +1,7 @@
 #include "txl/model/encodings/learned_absolute.h"
 
+#include "txl/model/encoding_factory.h"
+
 namespace txl {
 
 LearnedAbsoluteInput::LearnedAbsoluteInput(int64_t max_len, int64_t d_model, double init_std) {
@@ -30,6 +32,14 @@ torch::Tensor LearnedAbsoluteInput::rows(int64_t len, const PositionContext& pos
 torch::Tensor LearnedAbsoluteInput::apply(const torch::Tensor& h, int64_t /*mem_len*/,
                                           PositionContext& pos) {
   return h + rows(h.size(1), pos).to(h.dtype());  // [B, Q, C]
+}
+
+// How model.pos_encoding "learned_absolute" is built (encoding_factory.h).
+EncodingFactory learned_absolute_factory() {
+  return {content_score, [](const ModelConfig& c) {
+            return std::make_shared<LearnedAbsoluteInput>(encoding_option_int(c, "max_len"),
+                                                          c.d_model, c.init_std);
+          }};
 }
 
 }  // namespace txl

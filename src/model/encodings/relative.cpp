@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "txl/model/encoding_factory.h"
 #include "txl/model/kernels.h"
 #include "txl/model/positional.h"
 
@@ -79,6 +80,25 @@ torch::Tensor LearnedRelativeScore::distance_keys(int64_t key_len, const Positio
   auto t = table.index_select(0, rows);                       // [K, D]
   // r[h, k, :] = P_h^T-free convention: r = t @ P_h                         -> [H, K, D]
   return torch::matmul(t.unsqueeze(0), projection);
+}
+
+// How model.pos_encoding "relative" and "relative_learned" are built (encoding_factory.h).
+EncodingFactory relative_factory() {
+  return {[](const ModelConfig& c) {
+            return std::make_shared<SinusoidRelativeScore>(c.d_model, c.n_head, c.d_head,
+                                                           c.init_std);
+          },
+          [](const ModelConfig& c) {
+            return std::make_shared<RelativeSinusoidInput>(c.d_model, c.dropout);
+          }};
+}
+
+EncodingFactory relative_learned_factory() {
+  return {[](const ModelConfig& c) {
+            return std::make_shared<LearnedRelativeScore>(c.n_head, c.d_head, c.max_rel_dist,
+                                                          c.init_std);
+          },
+          nullptr};
 }
 
 }  // namespace txl

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "txl/model/encoding_factory.h"
 #include "txl/model/kernels.h"
 
 namespace txl {
@@ -61,6 +62,14 @@ ScoreTerms RopeScore::terms(const torch::Tensor& q, const torch::Tensor& k,
   auto qr = rotate(q, pos.mem_len, f);  // [B, H, Q, D] positions M..K-1
   auto kr = rotate(k, 0, f);            // [B, H, K, D] positions 0..K-1
   return {qr, kr, {}, {}};
+}
+
+// How model.pos_encoding "rope" is built (encoding_factory.h).
+EncodingFactory rope_factory() {
+  return {[](const ModelConfig& c) {
+            return std::make_shared<RopeScore>(c.d_head, encoding_option(c, "rope_base"));
+          },
+          nullptr};
 }
 
 }  // namespace txl

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "txl/model/encoding_factory.h"
+
 namespace txl {
 
 int64_t t5_bucket(int64_t distance, int64_t buckets, int64_t max_distance) {
@@ -38,6 +40,16 @@ torch::Tensor T5Score::bias(int64_t query_len, const PositionContext& pos,
   auto index = t5_buckets(n, buckets, max_distance);                                // [Q, K]
   auto b = table.index_select(0, index.view(-1)).view({n.size(0), n.size(1), -1});  // [Q, K, H]
   return b.permute({2, 0, 1}) * scale_;                                             // [H, Q, K]
+}
+
+// How model.pos_encoding "t5" is built (encoding_factory.h).
+EncodingFactory t5_factory() {
+  return {[](const ModelConfig& c) {
+            return std::make_shared<T5Score>(c.n_head, c.d_head,
+                                             encoding_option_int(c, "t5_buckets"),
+                                             encoding_option_int(c, "t5_max_distance"), c.init_std);
+          },
+          nullptr};
 }
 
 }  // namespace txl

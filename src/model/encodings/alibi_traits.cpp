@@ -1,0 +1,20 @@
+// alibi's traits (config/encodings.h): what it is and costs, without torch. Built into
+// txl_base; the numbers mirror its module in alibi.cpp.
+#include "txl/config/encoding_traits_helpers.h"
+
+namespace txl {
+
+EncodingTraits alibi_traits() {
+  EncodingTraits t{};
+  t.id = PosEncoding::kAlibi;
+  t.name = "alibi";
+  t.formula = "q.k - m_h (i-j): fixed geometric slopes m_h, no embedding (Press et al.)";
+  t.takes_memory = true;
+  t.uses_clamp_len = true;
+  t.layer_parameters = none;
+  t.model_parameters = none;
+  t.cost = no_cost;
+  return t;
+}
+
+}  // namespace txl
