@@ -64,13 +64,14 @@ struct PlainParameters {
 PlainParameters plain_parameters(const torch::optim::AdamW& optimizer) {
   PlainParameters found;
   for (const auto& group : optimizer.param_groups()) {
-    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return {false};
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad())
+      return {false, std::nullopt};
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (p.scalar_type() != torch::kFloat32 || !p.is_contiguous() ||
           p.grad().scalar_type() != torch::kFloat32 || p.grad().is_sparse() ||
           (found.device && *found.device != p.device()))
-        return {false};
+        return {false, std::nullopt};
       found.device = p.device();
     }
   }

@@ -44,7 +44,7 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   const double out = output_macs(m, vocab_size);  // C*V for the full softmax
   const double n = L * (4 * C * H * D + 2 * C * F) + out;
   const double attn = L * 2 * H * D * K;
-  // The encoding's own work, per layer, from its traits (config/encodings.cpp).
+  // The encoding's own work, per layer, from its traits (src/model/encodings/<name>_traits.cpp).
   const PositionCost cost = encoding_traits(m.pos_encoding).cost(m, B, Q, K);
   const double pos = L * cost.score, proj = L * cost.table, proj_train_flops = cost.table_train;
   const double kv_mem = L * 2 * C * H * D * M / Q;
