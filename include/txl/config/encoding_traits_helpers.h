@@ -20,6 +20,19 @@ inline PositionCost no_cost(const ModelConfig& /*c*/, double /*b*/, double /*q*/
   return {};
 }
 
+// The traits an encoding's file starts from: its id, name and formula, adding no parameters
+// and no multiply-accumulates until the file says otherwise.
+inline EncodingTraits encoding_named(PosEncoding id, const char* name, const char* formula) {
+  EncodingTraits t{};
+  t.id = id;
+  t.name = name;
+  t.formula = formula;
+  t.layer_parameters = none;
+  t.model_parameters = none;
+  t.cost = no_cost;
+  return t;
+}
+
 // H * D, the width of all heads together.
 inline double hd(const ModelConfig& c) { return static_cast<double>(c.n_head * c.d_head); }
 

@@ -5,13 +5,9 @@
 namespace txl {
 
 EncodingTraits absolute_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kAbsolute;
-  t.name = "absolute";
-  t.formula = "q.k; sinusoids PE(t) added to the token embeddings (Vaswani et al.)";
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;
+  EncodingTraits t =
+      encoding_named(PosEncoding::kAbsolute, "absolute",
+                     "q.k; sinusoids PE(t) added to the token embeddings (Vaswani et al.)");
   return t;
 }
 

@@ -5,15 +5,11 @@
 namespace txl {
 
 EncodingTraits alibi_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kAlibi;
-  t.name = "alibi";
-  t.formula = "q.k - m_h (i-j): fixed geometric slopes m_h, no embedding (Press et al.)";
+  EncodingTraits t =
+      encoding_named(PosEncoding::kAlibi, "alibi",
+                     "q.k - m_h (i-j): fixed geometric slopes m_h, no embedding (Press et al.)");
   t.takes_memory = true;
   t.uses_clamp_len = true;
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;
   return t;
 }
 

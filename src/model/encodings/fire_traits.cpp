@@ -5,17 +5,15 @@
 namespace txl {
 
 EncodingTraits fire_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kFire;
-  t.name = "fire";
-  t.formula = "q.k + MLP(psi(i-j) / psi(max(L, i)))_h, psi(x) = log(cx+1), c, L learned (FIRE)";
+  EncodingTraits t = encoding_named(
+      PosEncoding::kFire, "fire",
+      "q.k + MLP(psi(i-j) / psi(max(L, i)))_h, psi(x) = log(cx+1), c, L learned (FIRE)");
   t.takes_memory = true;
   t.options = {{"fire_threshold", 512, 1, 1e9, false, "fire: initial value of the threshold L"}};
   t.layer_parameters = [](const ModelConfig& c) {
     const double hidden = 32, H = static_cast<double>(c.n_head);
     return 2 * hidden + hidden * H + H + 2;  // 1 -> 32 -> H MLP with biases, c, L
   };
-  t.model_parameters = none;
   t.cost = [](const ModelConfig& c, double b, double /*q*/, double k) {
     const double hidden = 32, H = static_cast<double>(c.n_head);
     // The MLP runs once per (query, key) pair per pass, shared by the batch.

@@ -5,15 +5,12 @@
 namespace txl {
 
 EncodingTraits kerple_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kKerple;
-  t.name = "kerple";
-  t.formula = "q.k - r1_h log(1 + r2_h (i-j)): r1, r2 > 0 learned per head (KERPLE, log)";
+  EncodingTraits t =
+      encoding_named(PosEncoding::kKerple, "kerple",
+                     "q.k - r1_h log(1 + r2_h (i-j)): r1, r2 > 0 learned per head (KERPLE, log)");
   t.takes_memory = true;
   t.uses_clamp_len = true;
   t.layer_parameters = [](const ModelConfig& c) { return 2.0 * static_cast<double>(c.n_head); };
-  t.model_parameters = none;
-  t.cost = no_cost;
   return t;
 }
 

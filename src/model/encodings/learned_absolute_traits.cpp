@@ -7,15 +7,13 @@
 namespace txl {
 
 EncodingTraits learned_absolute_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kLearnedAbsolute;
-  t.name = "learned_absolute";
-  t.formula = "q.k; a learned table P[t] of max_len positions added to the embeddings (GPT-2)";
+  EncodingTraits t = encoding_named(
+      PosEncoding::kLearnedAbsolute, "learned_absolute",
+      "q.k; a learned table P[t] of max_len positions added to the embeddings (GPT-2)");
   t.length_limit_key = "max_len";
   t.options = {{"max_len", 1024, 1, 1 << 24, true, "learned_absolute: positions in the table",
                 /*shapes=*/true}};
   t.aids = {ExtrapolationAid::kInterpolate};
-  t.layer_parameters = none;
   t.model_parameters = [](const ModelConfig& c) {
     return encoding_option(c, "max_len") * static_cast<double>(c.d_model);
   };
@@ -30,7 +28,6 @@ EncodingTraits learned_absolute_traits() {
            std::to_string(longest) + "): the learned table of pos_encoding learned_absolute " +
            "has one row per position of a training segment; raise model.max_len or lower " + key;
   };
-  t.cost = no_cost;
   return t;
 }
 

@@ -5,14 +5,10 @@
 namespace txl {
 
 EncodingTraits nope_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kNope;
-  t.name = "nope";
-  t.formula = "q.k: no position information beyond the causal mask (Kazemnejad et al.)";
+  EncodingTraits t =
+      encoding_named(PosEncoding::kNope, "nope",
+                     "q.k: no position information beyond the causal mask (Kazemnejad et al.)");
   t.takes_memory = true;
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;
   return t;
 }
 

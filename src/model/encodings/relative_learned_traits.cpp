@@ -5,10 +5,9 @@
 namespace txl {
 
 EncodingTraits relative_learned_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kRelativeLearned;
-  t.name = "relative_learned";
-  t.formula = "(q+u).k + (q+v).P_h T[clamp(i-j)]: a learned table of distances (the seed)";
+  EncodingTraits t =
+      encoding_named(PosEncoding::kRelativeLearned, "relative_learned",
+                     "(q+u).k + (q+v).P_h T[clamp(i-j)]: a learned table of distances (the seed)");
   t.takes_memory = true;
   t.uses_clamp_len = true;
   t.uses_max_rel_dist = true;
@@ -17,7 +16,6 @@ EncodingTraits relative_learned_traits() {
     // u, v, the distance table and one D x D projection per head.
     return 2 * hd(c) + (2 * static_cast<double>(c.max_rel_dist) - 1) * D + H * D * D;
   };
-  t.model_parameters = none;
   t.cost = [](const ModelConfig& c, double b, double q, double k) {
     const double D = static_cast<double>(c.d_head);
     return PositionCost{hd(c) * k, hd(c) * k * D / (b * q), 6.0};  // the table is learned

@@ -5,17 +5,14 @@
 namespace txl {
 
 EncodingTraits rope_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kRope;
-  t.name = "rope";
-  t.formula = "R(p_i) q . R(p_j) k: pairs (x_j, x_j+D/2) rotated by p * base^(-2j/D) (RoFormer)";
+  EncodingTraits t = encoding_named(
+      PosEncoding::kRope, "rope",
+      "R(p_i) q . R(p_j) k: pairs (x_j, x_j+D/2) rotated by p * base^(-2j/D) (RoFormer)");
   t.takes_memory = true;
   t.options = {{"rope_base", 10000.0, 2.0, 1e12, false, "rope: base b of theta_j = b^(-2j/D)"}};
   t.aids = {ExtrapolationAid::kPi, ExtrapolationAid::kNtk, ExtrapolationAid::kYarn,
             ExtrapolationAid::kDynamicNtk, ExtrapolationAid::kDynamicYarn};
-  t.layer_parameters = none;
-  t.model_parameters = none;
-  t.cost = no_cost;  // element-wise rotations of q and k, no multiply-accumulates
+  // No cost beyond q.k: element-wise rotations of q and k, no multiply-accumulates.
   return t;
 }
 

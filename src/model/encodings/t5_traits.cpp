@@ -7,10 +7,9 @@
 namespace txl {
 
 EncodingTraits t5_traits() {
-  EncodingTraits t{};
-  t.id = PosEncoding::kT5;
-  t.name = "t5";
-  t.formula = "q.k + sqrt(D) T[bucket(i-j), h]: learned per layer, log-spaced buckets (T5)";
+  EncodingTraits t =
+      encoding_named(PosEncoding::kT5, "t5",
+                     "q.k + sqrt(D) T[bucket(i-j), h]: learned per layer, log-spaced buckets (T5)");
   t.takes_memory = true;
   t.options = {{"t5_buckets", 32, 2, 4096, true, "t5: number of distance buckets", /*shapes=*/true},
                {"t5_max_distance", 128, 2, 1e9, true, "t5: distance where the last bucket starts"}};
@@ -33,8 +32,7 @@ EncodingTraits t5_traits() {
            "model.t5_max_distance to at least " +
            std::to_string(exact + 1) + " or lower model.t5_buckets";
   };
-  t.model_parameters = none;
-  t.cost = no_cost;  // a gather
+  // No cost beyond q.k: the bias is a gather, no multiply-accumulates.
   return t;
 }
 
