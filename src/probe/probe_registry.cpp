@@ -26,9 +26,18 @@ const std::vector<Probe>& probe_registry() {
   return registry;
 }
 
+std::vector<int64_t> default_lengths(const ProbeSubject& subject) {
+  std::vector<int64_t> taken;
+  for (const int64_t length : subject.lengths) {
+    if (window_past_table(subject.config->model, length).empty()) taken.push_back(length);
+  }
+  return taken.empty() ? subject.lengths : taken;
+}
+
 int64_t longest_length(const ProbeSubject& subject) {
-  if (subject.lengths.empty()) return subject.config->train.tgt_len;
-  return *std::max_element(subject.lengths.begin(), subject.lengths.end());
+  const std::vector<int64_t> lengths = default_lengths(subject);
+  if (lengths.empty()) return subject.config->train.tgt_len;
+  return *std::max_element(lengths.begin(), lengths.end());
 }
 
 void check_window_fits(const ProbeSubject& subject, int64_t window, const std::string& option) {

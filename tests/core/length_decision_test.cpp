@@ -10,6 +10,7 @@
 #include "test_util.h"
 #include "txl/config/encodings.h"
 #include "txl/eval/protocol.h"
+#include "txl/probe/probe.h"
 #include "txl/util/text.h"
 
 namespace txl {
@@ -94,6 +95,32 @@ TEST(LengthDecision, SkippedReasonsGroupTheLengthsEachReasonHoldsFor) {
   EXPECT_EQ(skipped_reasons({32, 128, 256, 512}, {"", "past", "aid", "past"}),
             "past (lengths 128, 512); aid (length 256)");
   EXPECT_EQ(skipped_reasons({32}, {""}), "");
+}
+
+// A probe defaults to the lengths eval evaluates: one past the table is n/a there and no
+// probe's default here; asked for explicitly (or when every length is past), it is refused.
+TEST(LengthDecision, ProbesDefaultToTheLengthsTheEncodingTakes) {
+  Config config;
+  config.model = model_with(PosEncoding::kLearnedAbsolute);  // 16 positions
+  config.train.tgt_len = 8;
+  const std::vector<int32_t> ids(256, 1);
+  ProbeSubject subject;
+  subject.config = &config;
+  subject.ids = &ids;
+  subject.lengths = {8, 16, 32};
+  EXPECT_EQ(default_lengths(subject), (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(longest_length(subject), 16);
+  const Probe& attention = find_probe("attention", "--probes");
+  EXPECT_EQ(attention.defaults(subject).integers("lengths"), (std::vector<int64_t>{8, 16}));
+
+  ProbeValues asked = attention.defaults(subject);
+  asked.values["lengths"] = {32};
+  testing::expect_input_error([&] { attention.check(subject, asked); },
+                              {"attention.lengths", "past the 16 positions"});
+  subject.lengths = {32, 64};
+  EXPECT_EQ(default_lengths(subject), subject.lengths);
+  testing::expect_input_error([&] { attention.check(subject, attention.defaults(subject)); },
+                              {"attention.lengths", "64", "past the 16 positions"});
 }
 
 // The learned-table rule is asked of request_unavailable or window_past_table: only they,

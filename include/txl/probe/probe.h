@@ -137,10 +137,23 @@ struct Probe {
 
 const std::vector<Probe>& probe_registry();
 
-// Shared by the probes' entries (src/probe/probes/): the largest evaluated length of the
-// subject (the run's training length when none), and an InputError when a window of
-// `window` tokens is past the positions the run's encoding can take (a learned table),
-// naming the probe option that asks for it.
+// A probe's options made ready to score `subject` (every probe's options hold `scoring` and
+// `progress`): the run's eval.batch_tokens, the subject's precision, and `progress`.
+template <class Options>
+Options scored_on(Options options, const ProbeSubject& subject, const ProbeProgressFn& progress) {
+  options.scoring.batch_tokens = subject.config->eval.batch_tokens;
+  options.scoring.precision = subject.precision;
+  options.progress = progress;
+  return options;
+}
+
+// Shared by the probes' entries (src/probe/probes/). The evaluated lengths a probe defaults
+// to: those the run's encoding can take, as eval decides per length (a length past a learned
+// table is n/a there, so no default here), or every one when it can take none (the probe's
+// check then refuses, naming its option). The largest of them (the run's training length
+// when none). An InputError when a window of `window` tokens is past the positions the
+// run's encoding can take, naming the probe option that asks for it.
+std::vector<int64_t> default_lengths(const ProbeSubject& subject);
 int64_t longest_length(const ProbeSubject& subject);
 void check_window_fits(const ProbeSubject& subject, int64_t window, const std::string& option);
 // The registered probe `name`; InputError naming key_path otherwise. string_view parameters:

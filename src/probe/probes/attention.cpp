@@ -17,7 +17,8 @@ constexpr int64_t kProfileBuckets = 32;  // distance buckets in the picture
 
 ProbeValues attention_defaults(const ProbeSubject& subject) {
   ProbeValues v;
-  for (const int64_t length : subject.lengths) v.values["lengths"].push_back(double(length));
+  for (const int64_t length : default_lengths(subject))
+    v.values["lengths"].push_back(double(length));
   if (v.values["lengths"].empty()) v.values["lengths"] = {double(longest_length(subject))};
   v.values["windows"] = {16};
   return v;
@@ -83,10 +84,7 @@ void add_profile(const AttentionStatsAtLength& at, std::vector<ProbeMetric>& met
 
 nlohmann::json attention_score(const ProbeSubject& subject, const ProbeValues& v,
                                const ProbeShard& shard, const ProbeProgressFn& progress) {
-  auto request = attention_request(v);
-  request.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  request.scoring.precision = subject.precision;
-  request.progress = progress;
+  const auto request = scored_on(attention_request(v), subject, progress);
   return score_attention_shard(*subject.model, *subject.ids, request, shard);
 }
 
@@ -124,9 +122,9 @@ Probe attention_probe() {
       "attention statistics: per layer, entropy (mean over queries of -sum p log p) and mean "
       "distance (sum p (i - j)) against the window length, and attention by distance per head";
   p.cost = "windows x sum over lengths of L tokens forwarded, probabilities read once more";
-  p.options = {
-      {"lengths", 1, 1 << 24, true, true, "window lengths (default: the evaluated lengths)"},
-      {"windows", 1, 100000, true, false, "windows per length (default 16)"}};
+  p.options = {{"lengths", 1, 1 << 24, true, true,
+                "window lengths (default: the evaluated lengths, n/a ones left out)"},
+               {"windows", 1, 100000, true, false, "windows per length (default 16)"}};
   p.defaults = attention_defaults;
   p.check = attention_check;
   p.workload = attention_workload;

@@ -54,10 +54,7 @@ ProbeWorkload copy_workload(const ProbeSubject& /*subject*/, const ProbeValues& 
 
 nlohmann::json copy_score(const ProbeSubject& subject, const ProbeValues& v,
                           const ProbeShard& shard, const ProbeProgressFn& progress) {
-  auto options = copy_options(v);
-  options.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  options.scoring.precision = subject.precision;
-  options.progress = progress;
+  const auto options = scored_on(copy_options(v), subject, progress);
   return score_copy_shard(*subject.model, *subject.ids, options, shard);
 }
 

@@ -17,7 +17,7 @@ constexpr int64_t kCueLen = 8;
 
 ProbeValues passkey_defaults(const ProbeSubject& subject) {
   ProbeValues v;
-  for (const int64_t length : subject.lengths) {
+  for (const int64_t length : default_lengths(subject)) {
     if (length >= 2 * (kKeyLen + kCueLen)) v.values["lengths"].push_back(double(length));
   }
   if (v.values["lengths"].empty()) v.values["lengths"] = {double(longest_length(subject))};
@@ -72,10 +72,7 @@ ProbeWorkload passkey_workload(const ProbeSubject& /*subject*/, const ProbeValue
 
 nlohmann::json passkey_score(const ProbeSubject& subject, const ProbeValues& v,
                              const ProbeShard& shard, const ProbeProgressFn& progress) {
-  auto options = passkey_options(v);
-  options.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  options.scoring.precision = subject.precision;
-  options.progress = progress;
+  const auto options = scored_on(passkey_options(v), subject, progress);
   return score_passkey_shard(*subject.model, *subject.ids, candidates(subject), options, shard);
 }
 
@@ -115,7 +112,8 @@ Probe passkey_probe() {
       "again at the end; accuracy (every key token the argmax) and log-probability of the key";
   p.cost = "trials x depths x sum over lengths of L tokens forwarded";
   p.options = {
-      {"lengths", 2, 1 << 24, true, true, "window lengths L (default: the evaluated lengths)"},
+      {"lengths", 2, 1 << 24, true, true,
+       "window lengths L (default: the evaluated lengths, n/a ones left out)"},
       {"depths", 0, 1, false, true, "needle depths, 0 = first .. 1 = last (default 0,0.25,..,1)"},
       {"trials", 1, 100000, true, false, "windows per (length, depth) cell (default 20)"},
       {"key_len", 1, 64, true, false,

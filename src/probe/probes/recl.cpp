@@ -83,10 +83,7 @@ ContextLossTable table_from_json(const nlohmann::json& j, const std::string& nam
 
 nlohmann::json recl_score(const ProbeSubject& subject, const ProbeValues& v,
                           const ProbeShard& shard, const ProbeProgressFn& progress) {
-  auto request = loss_request(v);
-  request.scoring.batch_tokens = subject.config->eval.batch_tokens;
-  request.scoring.precision = subject.precision;
-  request.progress = progress;
+  const auto request = scored_on(loss_request(v), subject, progress);
   return score_context_losses_shard(*subject.model, *subject.ids, request, shard);
 }
 
@@ -155,7 +152,8 @@ Probe recl_probe() {
   p.options = {
       {"first", 1, 1 << 24, true, false, "c_0, first context length (default T/2)"},
       {"step", 1, 1 << 24, true, false, "Delta, grid step (default T/2)"},
-      {"last", 1, 1 << 24, true, false, "largest context (default: the longest evaluated length)"},
+      {"last", 1, 1 << 24, true, false,
+       "largest context (default: the longest evaluated length not n/a)"},
       {"targets", 1, 1 << 20, true, false, "target positions sampled from the split (default 200)"},
       {"ratios", 1e-6, 1, false, true, "r, fraction of hardest targets (default 0.1,0.5,1)"},
       {"threshold", 0, 1, false, false, "relative gain that continues the search (default 0.01)"}};
