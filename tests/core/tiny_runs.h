@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "txl/probe/probe.h"
+#include "txl/util/text.h"
 
 namespace txl::testing {
 
@@ -93,9 +95,10 @@ inline TinyRuns copied_runs(const std::string& scratch) {
   return t;
 }
 
-// Probe settings small enough that every probe runs on a tiny run in a moment.
+// Every registered probe, with settings small enough that each runs on a tiny run in a
+// moment (a probe not named here runs at its defaults).
 inline std::vector<std::string> small_probes() {
-  return {"--probes",    "recl,copy,passkey,attention",
+  return {"--probes",    join(probe_names(), ","),
           "--probe-set", "recl.first=4",
           "--probe-set", "recl.step=4",
           "--probe-set", "recl.last=16",
