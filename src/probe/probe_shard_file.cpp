@@ -100,9 +100,18 @@ ShardFile read_shard_file(const std::string& path) {
 
 namespace {
 
+// The run as the merge compares it: by its checkpoint and split (names, step, checksums),
+// not by the directory it was read from, which differs between machines and between
+// `--run r` and `--run ./r`.
+nlohmann::json run_compared(nlohmann::json run) {
+  if (run.is_object()) run.erase("dir");
+  return run;
+}
+
 // Every file holds the first one's run, settings, N, probes and their options.
 void check_same_set(const std::vector<ShardFile>& files) {
   const ShardFile& a = files.front();
+  const nlohmann::json a_run = run_compared(a.run);
   for (const auto& b : files) {
     const auto refuse = [&](const std::string& what) {
       throw InputError(fmt::format("--merge: {} and {} are not shards of one probe evaluation: {}",
@@ -111,7 +120,8 @@ void check_same_set(const std::vector<ShardFile>& files) {
     if (b.shard.count != a.shard.count)
       refuse(fmt::format("{} is shard {} but {} is shard {}", b.path, to_string(b.shard), a.path,
                          to_string(a.shard)));
-    for (const auto& [key, left, right] : {std::make_tuple("run", &a.run, &b.run),
+    const nlohmann::json b_run = run_compared(b.run);
+    for (const auto& [key, left, right] : {std::make_tuple("run", &a_run, &b_run),
                                            std::make_tuple("settings", &a.settings, &b.settings)}) {
       const auto d = first_difference(*left, *right, key, a.path, b.path);
       if (!d.empty()) refuse(d);

@@ -184,6 +184,11 @@ TEST(ProbeShardFile, MergeRefusesFilesThatAreNotOneSetOfShardsOfOneRun) {
   edited["probes"][0]["seconds"] = 7;
   std::ofstream(dir + "/edited.json") << edited.dump();
   EXPECT_NE(merge_error({s0, dir + "/edited.json"}).find("edited or damaged"), std::string::npos);
+  // The run's directory as another process named it (another machine, `./r`) is the same run.
+  const auto moved =
+      write_shard(dir + "/moved.json", tiny, v, {1, 2},
+                  {{"dir", "/mnt/elsewhere/runs/r"}, {"checkpoint_checksum", "00ff"}});
+  EXPECT_EQ(merge_error({s0, moved}), "");
   // In any order, one full set merges into the one-process output.
   std::vector<ShardFile> files = {read_shard_file(s1), read_shard_file(s0)};
   const auto merged = merge_probe_shards(files);
