@@ -147,14 +147,15 @@ Options scored_on(Options options, const ProbeSubject& subject, const ProbeProgr
   return options;
 }
 
-// Shared by the probes' entries (src/probe/probes/). The evaluated lengths a probe defaults
-// to: those the run's encoding can take, as eval decides per length (a length past a learned
-// table is n/a there, so no default here), or every one when it can take none (the probe's
-// check then refuses, naming its option). The largest of them (the run's training length
-// when none). An InputError when a window of `window` tokens is past the positions the
-// run's encoding can take, naming the probe option that asks for it.
+// Shared by the probes' entries (src/probe/probes/):
+// The evaluated lengths a probe defaults to: those the run's encoding can take, as eval
+// decides per length (a length past a learned table is n/a there, so no default here), or
+// every one when it can take none (the probe's check then refuses, naming its option).
 std::vector<int64_t> default_lengths(const ProbeSubject& subject);
+// The largest of default_lengths (the run's training length when there are none).
 int64_t longest_length(const ProbeSubject& subject);
+// An InputError when a window of `window` tokens is past the positions the run's encoding
+// can take (a learned table), naming the probe option that asks for it.
 void check_window_fits(const ProbeSubject& subject, int64_t window, const std::string& option);
 // The registered probe `name`; InputError naming key_path otherwise. string_view parameters:
 // the result refers to the registry, never to an argument (GCC 14's -Wdangling-reference
