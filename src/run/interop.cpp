@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <set>
 
+#include "txl/model/model_size.h"
+#include "txl/platform/resources.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -170,27 +172,63 @@ ExportResult export_run(const ExportOptions& o) {
 
 namespace {
 
-WeightNaming naming_of(const ImportOptions& o, const WeightFile& file) {
+WeightNaming naming_of(const ImportOptions& o, const WeightReader& file) {
   if (o.naming != "auto") return parse_weight_naming(o.naming, "--names");
-  const auto meta = file.metadata.find("txl_names");
-  if (meta != file.metadata.end())
+  const auto meta = file.metadata().find("txl_names");
+  if (meta != file.metadata().end())
     return parse_weight_naming(meta->second, o.weights + ": txl_names");
-  for (const auto& t : file.tensors)
+  for (const auto& t : file.index())
     if (t.name.rfind("word_emb.", 0) == 0 || t.name.rfind("layers.", 0) == 0)
       return WeightNaming::kReference;
   return WeightNaming::kTxl;
 }
 
-void check_finite(const WeightFile& file, const ImportOptions& o) {
-  std::vector<std::string> bad;
-  for (const auto& t : file.tensors) {
-    if (!t.tensor.is_floating_point()) continue;
-    const int64_t n = (~torch::isfinite(t.tensor)).sum().item<int64_t>();
-    if (n > 0) bad.push_back(fmt::format("{} ({} of {} values)", t.name, n, t.tensor.numel()));
+// A tensor as it is read: NaN or Inf refused by name unless allow_nonfinite.
+void check_finite(const std::string& name, const torch::Tensor& t, const ImportOptions& o) {
+  if (!t.is_floating_point() || o.allow_nonfinite) return;
+  const int64_t n = (~torch::isfinite(t)).sum().item<int64_t>();
+  if (n > 0) {
+    throw InputError(fmt::format("{}: NaN or Inf in {} ({} of {} values); pass --allow-nonfinite "
+                                 "to import it anyway",
+                                 o.weights, name, n, t.numel()));
   }
-  if (!bad.empty() && !o.allow_nonfinite) {
-    throw InputError(fmt::format("{}: NaN or Inf in {}; pass --allow-nonfinite to import it anyway",
-                                 o.weights, fmt::join(bad, ", ")));
+}
+
+// Import reads --weights, --config and --vocab and, with --force, removes or replaces every run
+// file of --run-dir: none of its inputs may be one of them (a user's best.pt imported into its
+// own folder would be deleted before it was read again; origin.json would name a lost file).
+void check_inputs_survive(const ImportOptions& o) {
+  const std::vector<std::pair<const char*, std::string>> inputs = {
+      {"--weights", o.weights}, {"--config", o.config}, {"--vocab", o.vocab}};
+  for (const auto& name : run_file_names()) {
+    const std::string key = same_file_key(o.run_dir + "/" + name);
+    for (const auto& [option, path] : inputs) {
+      if (same_file_key(path) != key) continue;
+      throw InputError(fmt::format(
+          "{} {} is the run directory's own {}, which import {}; copy it out of {} first, or "
+          "import into another --run-dir",
+          option, path, name, o.force ? "with --force replaces or removes" : "writes", o.run_dir));
+    }
+  }
+}
+
+// The memory import needs, checked before the model is built: the model's fp32 weights, as
+// much again while its checkpoint is written, and the largest tensor of the file twice (as
+// read, and converted to the model's precision).
+void check_import_footprint(const Config& config, int64_t vocab_size, const WeightReader& file,
+                            const ImportOptions& o) {
+  const double parameters = parameter_count(config.model, vocab_size);
+  double largest = 0;
+  for (const auto& t : file.index()) largest = std::max(largest, double(t.tensor.nbytes()));
+  const double need = 2 * 4 * parameters + 2 * largest;
+  const double available = available_ram_bytes();
+  if (available > 0 && need > available) {
+    throw InputError(fmt::format(
+        "{} builds a model of {:.0f} parameters: importing it needs about {:.2f} GB (its fp32 "
+        "weights, as much again to write its checkpoint, and {:.2f} GB for the largest tensor "
+        "of {}), and {:.2f} GB is available here (the machine's free memory, a cgroup's limit "
+        "or TXL_MEMORY_LIMIT_MB)",
+        o.config, parameters, need / 1e9, 2 * largest / 1e9, o.weights, available / 1e9));
   }
 }
 
@@ -212,7 +250,13 @@ std::string utc_now() {
 }
 
 ImportResult import_run(const ImportOptions& o) {
+  // Checks that need nothing read: the folder, the inputs against what --force removes, and
+  // a run being trained there (its lock is held from here to the end when the folder exists).
   check_run_dir(o.run_dir, o.force);
+  check_inputs_survive(o);
+  std::unique_ptr<RunLock> lock;
+  if (is_directory(o.run_dir)) lock = std::make_unique<RunLock>(o.run_dir);
+
   const Config config = config_from_json(read_json_file(o.config), o.config);
   const Vocab vocab = read_import_vocab(o, config.data.tokenizer);
   if (vocab.kind() != config.data.tokenizer) {
@@ -220,26 +264,31 @@ ImportResult import_run(const ImportOptions& o) {
                                  to_string(vocab.kind()), o.config,
                                  to_string(config.data.tokenizer)));
   }
+  // The file's header or pickle only; its tensors are read one by one once they have matched.
+  const WeightReader file = open_weight_file(o.weights);
   ImportResult r;
-  WeightFile file;
-  {
-    const std::string bytes = read_regular_file(o.weights, "a weight file (.safetensors or .pt)");
-    r.file_hash = xxh64(bytes.data(), bytes.size());
-    file = parse_weight_file(bytes, o.weights);
-  }
   r.naming = naming_of(o, file);
-  check_finite(file, o);
+  check_import_footprint(config, vocab.size(), file, o);
   TransformerLM model = make_model(config.model, vocab.size(), torch::kCPU);
   try {
-    load_named_weights(model, file.tensors, r.naming, o.weights);
+    load_named_weights(
+        model, file.index(),
+        [&](size_t i) {
+          auto t = file.read(i);
+          check_finite(file.index()[i].name, t, o);
+          return t;
+        },
+        r.naming, o.weights);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}\n(the model is built from {} and the {} tokens of {})",
                                  e.what(), o.config, vocab.size(), o.vocab));
   }
-  r.tensors = static_cast<int64_t>(file.tensors.size());
+  r.file_hash = xxh64_of(file.source());
+  r.tensors = static_cast<int64_t>(file.index().size());
   for (const auto& p : model->parameters()) r.parameters += p.numel();
 
   prepare_run_dir(o.run_dir, o.force);
+  if (!lock) lock = std::make_unique<RunLock>(o.run_dir);
   RunPaths paths;
   paths.dir = o.run_dir;
   write_file_atomic(paths.config(), config_to_json(config).dump(2) + "\n");
@@ -248,12 +297,13 @@ ImportResult import_run(const ImportOptions& o) {
   state.config = config_to_json(config);
   state.vocab_checksum = vocab.checksum();
   save_checkpoint(paths.last_checkpoint(), state, model, nullptr, Memory{});
+  // Every path as given and absolute, so that origin.json says the same of all three.
   nlohmann::json origin = {{"imported_from", fs::absolute(o.weights).string()},
                            {"xxh64", hex64(r.file_hash)},
                            {"names", to_string(r.naming)},
                            {"tensors", r.tensors},
-                           {"config", o.config},
-                           {"vocab", o.vocab},
+                           {"config", fs::absolute(o.config).string()},
+                           {"vocab", fs::absolute(o.vocab).string()},
                            {"imported_at", utc_now()}};
   write_file_atomic(paths.origin(), origin.dump(2) + "\n");
   return r;

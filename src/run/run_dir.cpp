@@ -164,7 +164,7 @@ RunLock::RunLock(const std::string& dir) {
     fd_ = -1;
     if (err == EWOULDBLOCK) {
       throw InputError("run directory " + dir +
-                       " is in use by another txl train process; "
+                       " is in use by another txl train or import process; "
                        "wait for it to finish or stop it first");
     }
     throw InputError("cannot lock run directory " + dir + ": " + std::strerror(err));

@@ -167,42 +167,52 @@ nlohmann::json parse_header(const std::string& text, const std::string& path) {
   }
 }
 
-WeightFile parse_safetensors(const std::string& bytes, const std::string& path) {
-  if (bytes.size() < 8)
+// The header read and checked, the data's ranges tiled: where each tensor lies; no data read.
+std::vector<TensorLocation> locate_safetensors(const ByteSource& source,
+                                               std::map<std::string, std::string>& metadata) {
+  const std::string& path = source.name();
+  if (source.size() < 8)
     throw InputError(
-        fmt::format("{}: {} bytes, too short for a safetensors header", path, bytes.size()));
-  const uint64_t n = read_u64_le(reinterpret_cast<const unsigned char*>(bytes.data()));
+        fmt::format("{}: {} bytes, too short for a safetensors header", path, source.size()));
+  const std::string length = source.read_string(0, 8);
+  const uint64_t n = read_u64_le(reinterpret_cast<const unsigned char*>(length.data()));
   if (n > kMaxHeaderBytes) {
     throw InputError(
         fmt::format("{}: a header of {} bytes is past the {} a weight file has; not "
                     "a safetensors file?",
                     path, n, kMaxHeaderBytes));
   }
-  if (n > bytes.size() - 8) {
+  if (n > source.size() - 8) {
     throw InputError(
         fmt::format("{}: the header's length {} runs past the end of the file ({} "
-                    "bytes): truncated, or not a safetensors file",
-                    path, n, bytes.size()));
+                    "bytes after the 8 that give it): truncated, or not a safetensors file",
+                    path, n, source.size() - 8));
   }
-  const nlohmann::json header = parse_header(bytes.substr(8, n), path);
-  const uint64_t data_bytes = bytes.size() - 8 - n;
-  WeightFile file;
+  const nlohmann::json header = parse_header(source.read_string(8, n), path);
+  const uint64_t data_bytes = source.size() - 8 - n;
   std::vector<HeaderEntry> entries;
   for (const auto& [name, j] : header.items()) {
     if (name == "__metadata__") {
-      file.metadata = metadata_of(j, path);
+      metadata = metadata_of(j, path);
     } else {
       entries.push_back(header_entry(name, j, data_bytes, path));
     }
   }
   check_ranges_tile(entries, data_bytes, path);
-  const char* data = bytes.data() + 8 + n;
+  std::vector<TensorLocation> out;
   for (const auto& e : entries) {
-    auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype));
-    if (e.end > e.begin) std::memcpy(t.data_ptr(), data + e.begin, e.end - e.begin);
-    file.tensors.push_back({e.name, t});
+    TensorLocation t;
+    t.name = e.name;
+    t.dtype = e.dtype;
+    t.sizes = e.shape;
+    t.strides.assign(e.shape.size(), 1);  // row-major (a tensor of no values has any strides)
+    const bool empty = std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end();
+    for (size_t k = e.shape.size(); k-- > 1 && !empty;) t.strides[k - 1] = t.strides[k] * e.shape[k];
+    t.record_at = 8 + n + e.begin;
+    t.record_bytes = e.end - e.begin;
+    out.push_back(std::move(t));
   }
-  return file;
+  return out;
 }
 
 constexpr const char* kZipMagic = "PK\x03\x04";
@@ -236,10 +246,6 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   write_file_atomic(path, pieces);
 }
 
-WeightFile read_safetensors(const std::string& path) {
-  return parse_safetensors(read_regular_file(path, "a .safetensors weight file"), path);
-}
-
 void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors) {
   check_unique_names(tensors, path);
   write_file_atomic(path, torch_state_dict_bytes(tensors));
@@ -247,34 +253,81 @@ void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& t
 
 namespace {
 
-WeightFile parse_torch_dict(const std::string& bytes, const std::string& path) {
-  if (bytes.compare(0, 4, kZipMagic) != 0) {
+bool starts_with_bytes(const ByteSource& source, const char* magic, uint64_t n) {
+  return source.size() >= n && source.read_string(0, n) == std::string(magic, n);
+}
+
+// Every tensor, for files read whole: at most what the file holds, twice (a tied pair of views
+// of one storage) and 1 MB over; more is views of views (1,500 of one 4 MB storage made a
+// 4.2 MB file cost 6 GB), refused before it is materialised.
+WeightFile read_all(const WeightReader& reader) {
+  double bytes = 0;
+  for (const auto& t : reader.index()) bytes += double(t.tensor.nbytes());
+  const double bound = 2.0 * double(reader.source().size()) + double(1 << 20);
+  if (bytes > bound) {
+    throw InputError(fmt::format(
+        "{}: its tensors hold {:.0f} bytes, views of a file of {} bytes; read whole, that is "
+        "more than a weight file holds",
+        reader.path(), bytes, reader.source().size()));
+  }
+  WeightFile file;
+  file.metadata = reader.metadata();
+  for (size_t i = 0; i < reader.index().size(); ++i)
+    file.tensors.push_back({reader.index()[i].name, reader.read(i)});
+  return file;
+}
+
+}  // namespace
+
+WeightReader::WeightReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)) {
+  const std::string& path = source_->name();
+  const bool pt_name = path.size() >= 3 && path.compare(path.size() - 3, 3, ".pt") == 0;
+  if (starts_with_bytes(*source_, kLegacyTorchMagic, 4)) {
     throw InputError(fmt::format(
         "{}: not a zip archive, so not what torch.save writes since PyTorch 1.6 (the legacy format "
         "only Python's pickle reads); convert it where PyTorch is: python3 -c \"import torch; "
         "torch.save(torch.load('OLD', map_location='cpu'), 'NEW.pt')\"",
         path));
   }
-  WeightFile file;
-  file.tensors = read_torch_state_dict(bytes, path);
-  return file;
+  if (starts_with_bytes(*source_, kZipMagic, 4)) {
+    locations_ = read_torch_state_dict(*source_);
+  } else if (pt_name && source_->size() < 4) {
+    throw InputError(fmt::format("{}: {} bytes, not a torch.save archive (a zip)", path,
+                                 source_->size()));
+  } else {
+    locations_ = locate_safetensors(*source_, metadata_);
+  }
+  for (const auto& t : locations_)
+    index_.push_back(
+        {t.name, torch::empty(t.sizes, torch::TensorOptions().dtype(t.dtype).device(torch::kMeta))});
 }
 
-}  // namespace
-
-WeightFile read_torch_dict(const std::string& path) {
-  return parse_torch_dict(read_regular_file(path, "a torch.save weight file (.pt)"), path);
+torch::Tensor WeightReader::read(size_t i) const {
+  const TensorLocation& t = locations_.at(i);
+  const auto options = torch::TensorOptions().dtype(t.dtype);
+  int64_t numel = 1, last = t.offset;  // bounded when the file was opened
+  for (size_t k = 0; k < t.sizes.size(); ++k) {
+    numel *= t.sizes[k];
+    last += (t.sizes[k] - 1) * t.strides[k];
+  }
+  if (numel == 0) return torch::empty(t.sizes, options);
+  // Only the span of the record that the tensor views is read.
+  const int64_t span = last - t.offset + 1;
+  const uint64_t item = c10::elementSize(t.dtype);
+  auto values = torch::empty({span}, options);
+  source_->read(t.record_at + uint64_t(t.offset) * item, values.data_ptr(), uint64_t(span) * item);
+  auto view = values.as_strided(t.sizes, t.strides, 0);
+  return span == numel && view.is_contiguous() ? view : view.contiguous();
 }
 
-WeightFile read_weight_file(const std::string& path) {
-  return parse_weight_file(read_regular_file(path, "a weight file (.safetensors or .pt)"), path);
+WeightReader open_weight_file(const std::string& path) {
+  return WeightReader(open_file_source(path, "a weight file (.safetensors or .pt)"));
 }
+
+WeightFile read_weight_file(const std::string& path) { return read_all(open_weight_file(path)); }
 
 WeightFile parse_weight_file(const std::string& bytes, const std::string& path) {
-  // A zip archive is torch.save's; its legacy format starts with a pickle of its magic number.
-  if (bytes.compare(0, 4, kZipMagic) == 0 || bytes.compare(0, 4, kLegacyTorchMagic, 4) == 0)
-    return parse_torch_dict(bytes, path);
-  return parse_safetensors(bytes, path);
+  return read_all(WeightReader(string_source(bytes, path)));
 }
 
 }  // namespace txl

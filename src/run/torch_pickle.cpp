@@ -4,14 +4,14 @@
 // formatted, read best beside the stack they work on.
 #include "txl/run/torch_pickle.h"
 
-#include <caffe2/serialize/inline_container.h>
 #include <spdlog/fmt/fmt.h>
 
 #include <cstring>
 #include <map>
 #include <memory>
-#include <sstream>
+#include <set>
 
+#include "txl/run/zip_index.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -20,6 +20,13 @@ namespace {
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
+
+// Bounds no state dict comes near (each tensor is about 22 values, 4 deep: the bound is a dict
+// of some 40,000 tensors, where a 285M-parameter model has 300), so that a hostile pickle costs
+// at most a few hundred MB and tears down without deep recursion.
+constexpr int kMaxDepth = 32;
+constexpr size_t kMaxValues = size_t{1} << 20;
+constexpr uint64_t kMaxPickleBytes = uint64_t{100} << 20;
 
 struct Value {
   enum Kind {
@@ -37,19 +44,14 @@ struct Value {
     kMark
   };
   Kind kind = kNone;
+  int depth = 1;  // 1 + the deepest value inside (containers)
   int64_t i = 0;
   double f = 0;
   std::string s;                                    // string; global "module.name"
   std::vector<ValuePtr> items;                      // tuple, list
   std::vector<std::pair<ValuePtr, ValuePtr>> dict;  // dict in insertion order
-  torch::Tensor tensor;                             // tensor; storage (1-D bytes as dtype)
+  TensorLocation tensor;  // tensor: its view of a storage; storage: dtype and record only
 };
-
-ValuePtr make(Value::Kind kind) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  return v;
-}
 
 const std::map<std::string, torch::Dtype>& storage_types() {
   static const std::map<std::string, torch::Dtype> types = {
@@ -69,8 +71,7 @@ bool allowed_global(const std::string& name) {
 
 class Unpickler {
  public:
-  Unpickler(const std::string& pkl, caffe2::serialize::PyTorchStreamReader& archive,
-            std::string path)
+  Unpickler(const std::string& pkl, const ZipIndex& archive, std::string path)
       : p_(pkl), archive_(archive), path_(std::move(path)) {}
 
   ValuePtr run() {
@@ -87,6 +88,19 @@ class Unpickler {
  private:
   [[noreturn]] void fail(const std::string& what) const {
     throw InputError(fmt::format("{}: data.pkl at byte {}: {}", path_, at_, what));
+  }
+  ValuePtr make(Value::Kind kind) {
+    if (++made_ > kMaxValues)
+      fail(fmt::format("more than {} values, which no state dict needs", kMaxValues));
+    auto v = std::make_shared<Value>();
+    v->kind = kind;
+    return v;
+  }
+  // `container` now holds `item`: the depth is checked before anything is built deeper.
+  void nest(Value& container, const Value& item) {
+    container.depth = std::max(container.depth, item.depth + 1);
+    if (container.depth > kMaxDepth)
+      fail(fmt::format("values nested more than {} deep, which no state dict is", kMaxDepth));
   }
   uint8_t byte() {
     if (at_ >= p_.size()) fail("ends before its STOP");
@@ -146,6 +160,7 @@ class Unpickler {
   }
   void push_tuple(std::vector<ValuePtr> items) {
     auto t = make(Value::kTuple);
+    for (const auto& v : items) nest(*t, *v);
     t->items = std::move(items);
     stack_.push_back(t);
   }
@@ -162,7 +177,11 @@ class Unpickler {
   void setitems(const std::vector<ValuePtr>& kv) {
     auto d = pop();
     if (d->kind != Value::kDict || kv.size() % 2) fail("SETITEM(S) on something not a dict");
-    for (size_t k = 0; k + 1 < kv.size(); k += 2) d->dict.emplace_back(kv[k], kv[k + 1]);
+    for (size_t k = 0; k + 1 < kv.size(); k += 2) {
+      nest(*d, *kv[k]);
+      nest(*d, *kv[k + 1]);
+      d->dict.emplace_back(kv[k], kv[k + 1]);
+    }
     stack_.push_back(d);
   }
 
@@ -325,14 +344,19 @@ class Unpickler {
   void appends(const std::vector<ValuePtr>& values) {
     auto l = pop();
     if (l->kind != Value::kList) fail("APPEND(S) on something not a list");
-    for (const auto& v : values) l->items.push_back(v);
+    for (const auto& v : values) {
+      nest(*l, *v);
+      l->items.push_back(v);
+    }
     stack_.push_back(l);
   }
 
-  // ('storage', torch.XStorage, key, location, numel) -> the record data/<key> as that dtype.
+  // ('storage', torch.XStorage, key, location, numel) -> the record data/<key>, not read: its
+  // place in the archive, checked to hold exactly numel values of that dtype.
   ValuePtr storage(const ValuePtr& pid) {
     if (pid->kind != Value::kTuple || pid->items.size() < 5 || pid->items[0]->s != "storage" ||
-        pid->items[1]->kind != Value::kGlobal || pid->items[2]->kind != Value::kString)
+        pid->items[1]->kind != Value::kGlobal || pid->items[2]->kind != Value::kString ||
+        pid->items[4]->kind != Value::kInt)
       fail("a persistent id that is not a tensor storage");
     const std::string key = pid->items[2]->s;
     const auto found = storages_.find(key);
@@ -341,14 +365,17 @@ class Unpickler {
     if (type == storage_types().end()) fail(pid->items[1]->s + " is not a storage type");
     const torch::Dtype dtype = type->second;
     const std::string record = "data/" + key;
-    if (!archive_.hasRecord(record)) fail("storage " + key + " has no record " + record);
-    auto [data, size] = archive_.getRecord(record);
-    const size_t item = c10::elementSize(dtype);
-    auto bytes = torch::empty({int64_t(size / item)}, torch::TensorOptions().dtype(dtype));
-    if (size % item) fail("storage " + key + " is not a whole number of elements");
-    std::memcpy(bytes.data_ptr(), data.get(), size);
+    const ZipEntry* entry = archive_.find(record);
+    if (!entry) fail("storage " + key + " has no record " + record);
+    const uint64_t item = c10::elementSize(dtype);
+    const int64_t numel = pid->items[4]->i;
+    if (numel < 0 || double(numel) * double(item) != double(entry->bytes))
+      fail(fmt::format("storage {} says {} values of {} bytes but its record holds {} bytes", key,
+                       numel, item, entry->bytes));
     auto s = make(Value::kStorage);
-    s->tensor = bytes;
+    s->tensor.dtype = dtype;
+    s->tensor.record_at = entry->data_at;
+    s->tensor.record_bytes = entry->bytes;
     storages_[key] = s;
     return s;
   }
@@ -379,29 +406,37 @@ class Unpickler {
     if (f.s != "torch._utils._rebuild_tensor_v2" || args.items.size() < 4 ||
         args.items[0]->kind != Value::kStorage || args.items[1]->kind != Value::kInt)
       fail("a call of " + f.s + " that does not rebuild a tensor");
-    const torch::Tensor& storage = args.items[0]->tensor;
+    const TensorLocation& storage = args.items[0]->tensor;
+    const double storage_numel =
+        double(storage.record_bytes) / double(c10::elementSize(storage.dtype));
     const auto size = ints(*args.items[2], "a tensor's size");
     const auto stride = ints(*args.items[3], "a tensor's stride");
     const int64_t offset = args.items[1]->i;
     if (size.size() != stride.size()) fail("a tensor's size and stride differ in length");
     double last = double(offset);  // the last element's index (doubles: no overflow)
-    bool empty = false;
+    if (size.size() > 16) fail("a tensor of more than 16 dimensions");
+    double numel = 1;
     for (size_t k = 0; k < size.size(); ++k) {
       if (size[k] < 0 || stride[k] < 0) fail("a negative size or stride");
-      empty = empty || size[k] == 0;
+      numel *= double(size[k]);
       last += double(size[k] - 1) * double(stride[k]);
     }
-    if (offset < 0 || (!empty && last >= double(storage.numel())))
-      fail("a tensor runs past its storage");
+    if (numel > double(int64_t{1} << 40))
+      fail(fmt::format("a tensor of {:.0f} values, past any model's", numel));
+    if (offset < 0 || (numel > 0 && last >= storage_numel)) fail("a tensor runs past its storage");
     auto v = make(Value::kTensor);
-    v->tensor = storage.as_strided(size, stride, offset).clone();
+    v->tensor = storage;
+    v->tensor.sizes = size;
+    v->tensor.strides = stride;
+    v->tensor.offset = numel > 0 ? offset : 0;
     return v;
   }
 
   const std::string& p_;
-  caffe2::serialize::PyTorchStreamReader& archive_;
+  const ZipIndex& archive_;
   std::string path_;
   size_t at_ = 0;
+  size_t made_ = 0;
   std::vector<ValuePtr> stack_;
   std::map<size_t, ValuePtr> memo_;
   std::map<std::string, ValuePtr> storages_;
@@ -415,36 +450,26 @@ std::string kind_name(const Value& v) {
 
 }  // namespace
 
-std::vector<NamedTensor> read_torch_state_dict(const std::string& bytes, const std::string& path) {
-  std::istringstream in(bytes);
-  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
-  std::string pkl;
-  try {
-    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(&in);
-    if (archive->hasRecord("byteorder")) {
-      auto [order, n] = archive->getRecord("byteorder");
-      if (std::string(static_cast<const char*>(order.get()), n) != "little")
-        throw InputError(path + ": tensors saved big-endian; txl reads little-endian ones");
-    }
-    auto [data, size] = archive->getRecord("data.pkl");
-    pkl.assign(static_cast<const char*>(data.get()), size);
-  } catch (const c10::Error& e) {
-    std::string what = e.what();
-    throw InputError(
-        fmt::format("{}: not a torch.save archive ({})", path, what.substr(0, what.find('\n'))));
+std::vector<TensorLocation> read_torch_state_dict(const ByteSource& archive) {
+  const std::string& path = archive.name();
+  const ZipIndex index(archive);
+  if (const ZipEntry* order = index.find("byteorder")) {
+    if (archive.read_string(order->data_at, std::min<uint64_t>(order->bytes, 16)) != "little")
+      throw InputError(path + ": tensors saved big-endian; txl reads little-endian ones");
   }
-  Unpickler unpickler(pkl, *archive, path);
-  ValuePtr root;
-  try {
-    root = unpickler.run();
-  } catch (const c10::Error& e) {
-    std::string what = e.what();
-    throw InputError(fmt::format("{}: {}", path, what.substr(0, what.find('\n'))));
-  }
+  const ZipEntry* pkl_entry = index.find("data.pkl");
+  if (!pkl_entry) throw InputError(path + ": not a torch.save archive (no data.pkl)");
+  if (pkl_entry->bytes > kMaxPickleBytes)
+    throw InputError(fmt::format("{}: data.pkl is {} bytes, past the {} a state dict's pickle has",
+                                 path, pkl_entry->bytes, kMaxPickleBytes));
+  const std::string pkl = archive.read_string(pkl_entry->data_at, pkl_entry->bytes);
+  Unpickler unpickler(pkl, index, path);
+  const ValuePtr root = unpickler.run();
   if (root->kind != Value::kDict)
     throw InputError(fmt::format("{}: holds a {}, not a state dict (a dict of named tensors)", path,
                                  kind_name(*root)));
-  std::vector<NamedTensor> out;
+  std::vector<TensorLocation> out;
+  std::set<std::string> names;
   for (const auto& [k, v] : root->dict) {
     if (k->kind == Value::kString && v->kind == Value::kDict) {
       throw InputError(
@@ -455,7 +480,10 @@ std::vector<NamedTensor> read_torch_state_dict(const std::string& bytes, const s
     if (k->kind != Value::kString || v->kind != Value::kTensor)
       throw InputError(fmt::format("{}: an entry is {} -> {}, not a name -> tensor", path,
                                    kind_name(*k), kind_name(*v)));
-    out.push_back({k->s, v->tensor});
+    if (!names.insert(k->s).second)
+      throw InputError(fmt::format("{}: tensor {} is in the dict twice", path, k->s));
+    out.push_back(v->tensor);
+    out.back().name = k->s;
   }
   return out;
 }

@@ -164,11 +164,12 @@ std::string shape_text(const torch::Tensor& t) {
   return fmt::format("[{}]", fmt::join(t.sizes(), ", "));
 }
 
-// The reference's default keeps one r_w_bias / r_r_bias for all layers: each layer gets it.
-std::map<std::string, torch::Tensor> by_name(const std::vector<NamedTensor>& tensors,
-                                             WeightNaming naming, int64_t n_layer) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& t : tensors) out[t.name] = t.tensor;
+// The name each slot asks for -> the index of the file's tensor that fills it. The reference's
+// default keeps one r_w_bias / r_r_bias for all layers: each layer gets it.
+std::map<std::string, size_t> by_name(const std::vector<NamedTensor>& tensors, WeightNaming naming,
+                                      int64_t n_layer) {
+  std::map<std::string, size_t> out;
+  for (size_t i = 0; i < tensors.size(); ++i) out[tensors[i].name] = i;
   if (naming != WeightNaming::kReference) return out;
   for (const char* bias : {"r_w_bias", "r_r_bias"}) {
     const auto shared = out.find(bias);
@@ -206,9 +207,15 @@ std::vector<NamedTensor> named_weights(TransformerLM& model, WeightNaming naming
 
 void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& tensors,
                         WeightNaming naming, const std::string& source) {
+  load_named_weights(
+      model, tensors, [&](size_t i) { return tensors[i].tensor; }, naming, source);
+}
+
+void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& index,
+                        const ReadTensor& read, WeightNaming naming, const std::string& source) {
   const Params p = model_tensors(model);
   const auto slots = slots_of(model, p, naming);
-  auto given = by_name(tensors, naming, model->config().n_layer);
+  auto given = by_name(index, naming, model->config().n_layer);
   std::vector<std::string> problems;
   std::set<std::string> wanted;
   for (const auto& slot : slots) {
@@ -216,17 +223,20 @@ void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& te
     const auto it = given.find(slot.name);
     if (it == given.end()) {
       problems.push_back(fmt::format("missing: {} {}", slot.name, shape_text(slot.target)));
-    } else if (!it->second.is_floating_point() && slot.target.is_floating_point()) {
+      continue;
+    }
+    const torch::Tensor& t = index[it->second].tensor;
+    if (!t.is_floating_point() && slot.target.is_floating_point()) {
       problems.push_back(fmt::format("{} is {}, not floating point", slot.name,
-                                     c10::toString(it->second.scalar_type())));
-    } else if (it->second.sizes() != slot.target.sizes()) {
+                                     c10::toString(t.scalar_type())));
+    } else if (t.sizes() != slot.target.sizes()) {
       problems.push_back(fmt::format("{} is {} in the file but {} in the model", slot.name,
-                                     shape_text(it->second), shape_text(slot.target)));
+                                     shape_text(t), shape_text(slot.target)));
     }
   }
-  for (const auto& [name, t] : given)
+  for (const auto& [name, i] : given)
     if (!wanted.count(name))
-      problems.push_back(fmt::format("not in the model: {} {}", name, shape_text(t)));
+      problems.push_back(fmt::format("not in the model: {} {}", name, shape_text(index[i].tensor)));
   if (!problems.empty()) {
     throw InputError(fmt::format("{} ({} names): {} problem(s) with the model's tensors:\n  {}",
                                  source, to_string(naming), problems.size(),
@@ -235,7 +245,8 @@ void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& te
   torch::NoGradGuard no_grad;
   std::map<std::string, std::string> first_name;  // model tensor -> the file name loaded into it
   for (const auto& slot : slots) {
-    const auto value = given.at(slot.name).to(slot.target.device(), slot.target.scalar_type());
+    // Read only now, one tensor at a time, every name and shape having matched.
+    const auto value = read(given.at(slot.name)).to(slot.target.device(), slot.target.scalar_type());
     if (slot.derived) {
       if (!torch::allclose(value, slot.target, 1e-6, 0.0))
         throw InputError(

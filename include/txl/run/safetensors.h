@@ -16,14 +16,28 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "txl/util/byte_source.h"
 
 namespace txl {
 
 struct NamedTensor {
   std::string name;
   torch::Tensor tensor;
+};
+
+// Where a tensor's values lie in a weight file: a record of `record_bytes` bytes at byte
+// `record_at`, read as `dtype` from element `offset` with `strides` (a safetensors tensor is its
+// own record, row-major; a torch.save tensor is a view of its storage's record).
+struct TensorLocation {
+  std::string name;
+  torch::Dtype dtype = torch::kFloat32;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  uint64_t record_at = 0, record_bytes = 0;
 };
 
 struct WeightFile {
@@ -38,7 +52,6 @@ inline constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 // multiple of 8 bytes; written atomically (util/fs.h). InputError for a name given twice.
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata);
-WeightFile read_safetensors(const std::string& path);
 
 // A dict name -> tensor as torch.save writes it (the zip format PyTorch >= 1.6 reads with
 // torch.load, weights_only or not: torch_pickle.h). Reading accepts only such a dict of tensors:
@@ -46,12 +59,35 @@ WeightFile read_safetensors(const std::string& path);
 // Python that converts it; nothing in the file is executed (LibTorch's unpickler knows only
 // tensors and containers).
 void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors);
-WeightFile read_torch_dict(const std::string& path);
 
-// By the file's first bytes: a zip archive is read as torch.save's, anything else as
-// safetensors.
+// A weight file opened for reading, its header (safetensors) or pickle (torch.save) read and
+// checked but no tensor: index() describes every tensor (name, shape, dtype, as tensors on the
+// meta device, which hold no values), so a caller compares them with a model before a byte of
+// them is read, and read(i) then reads one tensor's own bytes. What a file costs is its header
+// and the tensors asked for, never its declared size (issue 54, causes 1 and 2). By the file's
+// first bytes: a zip archive is torch.save's, anything else safetensors.
+class WeightReader {
+ public:
+  explicit WeightReader(std::unique_ptr<ByteSource> source);
+  const std::string& path() const { return source_->name(); }
+  const ByteSource& source() const { return *source_; }
+  const std::vector<NamedTensor>& index() const { return index_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // Tensor index()[i] as a contiguous CPU tensor.
+  torch::Tensor read(size_t i) const;
+
+ private:
+  std::unique_ptr<ByteSource> source_;
+  std::vector<TensorLocation> locations_;
+  std::vector<NamedTensor> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+WeightReader open_weight_file(const std::string& path);
+
+// Every tensor read: for files of known size (tests, export's round trip).
 WeightFile read_weight_file(const std::string& path);
-// The same for a file already read (`path` names it in messages).
+// The same for a file already in memory (`path` names it in messages).
 WeightFile parse_weight_file(const std::string& bytes, const std::string& path);
 
 }  // namespace txl

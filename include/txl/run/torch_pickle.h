@@ -10,12 +10,17 @@
 #include <vector>
 
 #include "txl/run/safetensors.h"
+#include "txl/util/byte_source.h"
 
 namespace txl {
 
-// `bytes`: the whole archive; `path` names it in messages. InputError for anything that is
-// not a dict name -> tensor (a nested dict names the key holding the state dict).
-std::vector<NamedTensor> read_torch_state_dict(const std::string& bytes, const std::string& path);
+// The tensors of a torch.save archive (`archive`, named in messages by its name()), located
+// but not read: where each one's values lie, checked against its storage's record. InputError
+// for anything that is not a dict name -> tensor (a nested dict names the key holding the state
+// dict), a name given twice, and past the bounds no state dict comes near: a data.pkl over
+// 100 MB, more than 2^20 values, values nested more than 32 deep, a compressed record
+// (zip_index.h).
+std::vector<TensorLocation> read_torch_state_dict(const ByteSource& archive);
 
 // The archive torch.save writes for a plain dict name -> tensor (pickle protocol 2: the dict,
 // _rebuild_tensor_v2 calls, storages as data/<key> records, byteorder "little"): only globals

@@ -14,6 +14,7 @@
 //            default, untie_r off) is given to every layer.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,14 @@ std::vector<NamedTensor> named_weights(TransformerLM& model, WeightNaming naming
 // `source`; a floating-point tensor of another precision is converted.
 void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& tensors,
                         WeightNaming naming, const std::string& source);
+
+// The same with the values read on demand: `index` gives every tensor's name, shape and dtype
+// (its tensors may be on the meta device, as WeightReader::index() gives them), and every one
+// is checked against the model before read(i) is asked for any value; then each is read,
+// copied into the model and let go, one at a time, so that loading holds the model and one
+// tensor of the file, never the whole file.
+using ReadTensor = std::function<torch::Tensor(size_t)>;
+void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& index,
+                        const ReadTensor& read, WeightNaming naming, const std::string& source);
 
 }  // namespace txl
