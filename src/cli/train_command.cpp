@@ -32,6 +32,7 @@
 #include "txl/train/launch.h"
 #include "txl/train/resume.h"
 #include "txl/train/run_training.h"
+#include "txl/train/training_data.h"
 #include "txl/util/env.h"
 #include "txl/util/error.h"
 
@@ -98,9 +99,9 @@ struct DryRunOptions {
   std::optional<int64_t> vocab_size;  // unset: build the vocabulary from data.dir
 };
 
-// --dry-run: the config checked and sized, nothing made, written or trained. The vocabulary
-// size comes from --vocab-size, or from the corpus (tokenized, and kept in the token cache like
-// any load, so the run that follows reads it from there).
+// --dry-run: the config checked and sized, nothing made, written or trained (the token cache
+// included: what reading the corpus would add to it is discarded). The vocabulary size comes
+// from --vocab-size, or from the corpus, which then gets every check txl train makes on it.
 int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
   if (request.config_path.empty())
     throw InputError("txl train --dry-run needs --config FILE (the configuration to size)");
@@ -108,6 +109,7 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
                                               request.overrides, request.config_path);
   int64_t vocab = 0;
   std::optional<Corpus> corpus;
+  TokenCacheWrites discarded;  // never committed: a dry run writes nothing
   if (dry.vocab_size) {
     if (*dry.vocab_size < 2 || *dry.vocab_size > kMaxDryRunVocab) {
       throw InputError("--vocab-size " + std::to_string(*dry.vocab_size) +
@@ -115,13 +117,23 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
                        " tokens");
     }
     vocab = *dry.vocab_size;
+    fmt::print(stderr,
+               "dry run: the vocabulary of --vocab-size {}; data.dir ({}) is not read, nor "
+               "checked\n",
+               vocab, config.data.dir);
   } else {
-    check_corpus_dir(config.data);
-    corpus = load_corpus(config.data);
+    try {
+      check_corpus_dir(config.data);
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) +
+                       " (or give --vocab-size V to size the model without the corpus)");
+    }
+    corpus = load_corpus(config.data, &discarded);
     vocab = static_cast<int64_t>(corpus->vocab.size());
+    check_segments_fit_streams(static_cast<int64_t>(corpus->train.size()), config.train);
   }
   const DryRun run =
-      dry_run(config, vocab, available_ram_bytes(), corpus ? &corpus->train : nullptr);
+      dry_run(config, vocab, process_ram_limit_bytes(), corpus ? &corpus->train : nullptr);
   fmt::print("{}", format_dry_run(run, config));
   return 0;
 }

@@ -34,15 +34,16 @@ double current_rss_mb() {
          (1024.0 * 1024.0);
 }
 
-double available_ram_bytes() {
-  double available = 0.0;
+double process_ram_limit_bytes() {
+  const double held = current_rss_mb() * 1024.0 * 1024.0;
+  double free_bytes = 0.0;  // what the machine can still give: MemAvailable
   std::ifstream meminfo("/proc/meminfo");
   std::string name, unit;
   double kib = 0.0;
   while (meminfo >> name >> kib) {
     std::getline(meminfo, unit);
     if (name == "MemAvailable:") {
-      available = kib * 1024.0;
+      free_bytes = kib * 1024.0;
       break;
     }
   }
@@ -57,17 +58,25 @@ double available_ram_bytes() {
       std::ifstream current("/sys/fs/cgroup/memory.current");
       if (!(current >> used)) used = 0.0;
       const double bytes = std::max(std::stod(limit) - used, 1.0);
-      if (available == 0.0 || bytes < available) available = bytes;
+      if (free_bytes == 0.0 || bytes < free_bytes) free_bytes = bytes;
     } catch (const std::exception&) {
       // Unreadable: fall back to MemAvailable.
     }
   }
-  // A user's own cap (and how the tests make a refusal happen on any machine).
+  double whole = free_bytes > 0.0 ? held + free_bytes : 0.0;
+  // A user's own cap on the whole process, as a container's size is (and how the tests make a
+  // refusal happen on any machine): what the process holds already counts against it.
   if (const auto mb = env_number("TXL_MEMORY_LIMIT_MB")) {
     const double bytes = *mb * 1024.0 * 1024.0;
-    if (available == 0.0 || bytes < available) available = bytes;
+    if (whole == 0.0 || bytes < whole) whole = bytes;
   }
-  return available;
+  return whole;
+}
+
+double available_ram_bytes() {
+  const double whole = process_ram_limit_bytes();
+  if (whole <= 0.0) return 0.0;
+  return std::max(whole - current_rss_mb() * 1024.0 * 1024.0, 1.0);
 }
 
 }  // namespace txl

@@ -11,6 +11,8 @@
 #include "txl/probe/run_probes.h"
 #include "txl/train/batcher.h"
 #include "txl/train/footprint_estimate.h"
+#include "txl/train/step_footprint.h"
+#include "txl/train/training_data.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -20,7 +22,7 @@ namespace {
 
 // What the checks need of a corpus: loaded once per distinct data block of the grid.
 struct CorpusFacts {
-  int64_t train_tokens = 0;
+  std::vector<int32_t> train;  // the measured steps' targets, as the cell's own run takes them
   Vocab vocab;
   std::vector<int32_t> eval_ids;  // the study's eval.split, as the probes will read it
 };
@@ -36,8 +38,13 @@ const std::vector<int32_t>& split_ids(const Corpus& corpus, const std::string& s
 constexpr size_t kNameMax = 255;
 constexpr size_t kCellSuffix = sizeof(".time.json") - 1;
 
+// The cells' footprints as their runs will measure them (step_footprint.h), one per distinct
+// configuration but for its seed (a grid of seeds measures once).
+using Footprints = std::map<std::string, TrainingFootprint>;
+
 void check_cell(const StudySpec& spec, const StudyCell& cell,
-                std::map<std::string, CorpusFacts>& corpora, double memory_share, int64_t jobs) {
+                std::map<std::string, CorpusFacts>& corpora, Footprints& footprints, double limit,
+                int64_t jobs) {
   if (cell.name.size() + kCellSuffix > kNameMax) {
     throw InputError(
         fmt::format("its name is {} bytes long, and its files' names would pass the "
@@ -50,8 +57,8 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
     check_corpus_dir(cell.config.data);
     Corpus corpus = load_corpus(cell.config.data);
     CorpusFacts facts;
-    facts.train_tokens = static_cast<int64_t>(corpus.train.size());
     facts.eval_ids = split_ids(corpus, spec.eval.split);
+    facts.train = std::move(corpus.train);
     facts.vocab = std::move(corpus.vocab);
     it = corpora.emplace(data_key, std::move(facts)).first;
   }
@@ -68,7 +75,7 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
     }
   }
   const TrainConfig& train = cell.config.train;
-  check_training_streams(it->second.train_tokens, train.batch_size, longest_segment(train));
+  check_segments_fit_streams(static_cast<int64_t>(it->second.train.size()), train);
   // The probes as run_cell will plan them, on the cell's config and the split (their checks
   // read no weights): a distance past the split or a learned table refused now, not after
   // the cell trained.
@@ -85,16 +92,20 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
     }
   }
   const int64_t vocab = static_cast<int64_t>(it->second.vocab.size());
-  const TrainingFootprint estimate =
-      estimate_training_footprint(cell.config, vocab, longest_segment(train));
+  nlohmann::json key = config_to_json(cell.config);
+  key["train"].erase("seed");
+  auto measured = footprints.find(key.dump());
+  if (measured == footprints.end()) {
+    const TrainingFootprint footprint = measure_training_footprint(
+        cell.config, vocab, longest_segment(train), &it->second.train, limit);
+    measured = footprints.emplace(key.dump(), footprint).first;
+  }
+  // --jobs N: N cells train at once, each in its own process with its own footprint.
   try {
-    check_training_footprint(estimate, memory_share);
+    check_training_footprint(measured->second, limit, jobs);
   } catch (const InputError& e) {
     if (jobs <= 1) throw;
-    throw InputError(
-        fmt::format("{} (with --jobs {}, each cell training at once has 1/{} of "
-                    "the memory; fewer --jobs leave each more)",
-                    e.what(), jobs, jobs));
+    throw InputError(fmt::format("with --jobs {}: {}", jobs, e.what()));
   }
 }
 
@@ -108,11 +119,12 @@ void check_cells_can_train(const StudySpec& spec, const StudyPaths& paths,
   }
   const int64_t at_once =
       std::max<int64_t>(1, std::min<int64_t>(jobs, static_cast<int64_t>(to_train.size())));
-  const double available = available_ram_bytes();
+  const double limit = process_ram_limit_bytes();
   std::map<std::string, CorpusFacts> corpora;
+  Footprints footprints;
   for (const StudyCell* cell : to_train) {
     try {
-      check_cell(spec, *cell, corpora, available / static_cast<double>(at_once), at_once);
+      check_cell(spec, *cell, corpora, footprints, limit, at_once);
     } catch (const InputError& e) {
       throw InputError(spec.source + ": cell " + cell->name + " (grid values " +
                        join(cell->overrides) + ") cannot train: " + e.what() +

@@ -17,24 +17,30 @@ void check_bench_memory(const std::vector<Config>& configs, int64_t vocab_size,
   if (configs.empty()) return;
   // Host memory only: a GPU's own memory is its runtime's to report.
   if (!resolve_device(configs.front().train.device, "train.device").is_cpu()) return;
-  double held = 0.0, activations = 0.0;
+  // The models' weights, gradients and AdamW state are all held at once; one step's
+  // activations at a time; and the process itself: one footprint, judged as training's is.
+  TrainingFootprint all;
   for (const auto& c : configs) {
     const auto e = estimate_training_footprint(c, vocab_size, c.train.tgt_len);
-    held += e.weight_bytes + e.gradient_bytes + e.optimizer_bytes;
-    activations = std::max(activations, e.activation_bytes);
+    all.weight_bytes += e.weight_bytes;
+    all.gradient_bytes += e.gradient_bytes;
+    all.optimizer_bytes += e.optimizer_bytes;
+    all.activation_bytes = std::max(all.activation_bytes, e.activation_bytes);
   }
-  const double available = available_ram_bytes();
-  if (available <= 0 || held + activations <= available) return;
+  all.process_bytes = current_rss_mb() * 1024.0 * 1024.0;
+  const double limit = process_ram_limit_bytes();
+  if (training_footprint_fits(all, limit)) return;
+  const double held = all.weight_bytes + all.gradient_bytes + all.optimizer_bytes;
   const bool several = configs.size() > 1;
   throw InputError(fmt::format(
       "{}: {} needs at least {} ({} of weights, gradients and AdamW state, {} of one step's "
-      "activations) but only {} of memory is available; {}use a "
+      "activations, {} held by the process) but only {} of memory is available; {}use a "
       "smaller model or train.batch_size",
       what,
       several ? fmt::format("the bench holds {} models at once and", configs.size())
               : std::string("the bench's model"),
-      format_bytes(held + activations), format_bytes(held), format_bytes(activations),
-      format_bytes(available),
+      format_bytes(all.total_bytes()), format_bytes(held), format_bytes(all.activation_bytes),
+      format_bytes(all.process_bytes), format_bytes(limit),
       several ? "time fewer encodings at a time (--encodings relative,absolute), or " : ""));
 }
 

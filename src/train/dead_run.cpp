@@ -3,12 +3,14 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <exception>
+#include <optional>
 
 #include "txl/config/config.h"
 #include "txl/data/vocab.h"
 #include "txl/run/run_dir.h"
 #include "txl/train/batcher.h"
 #include "txl/train/footprint_estimate.h"
+#include "txl/train/step_footprint.h"
 #include "txl/util/fs.h"
 #include "txl/util/json.h"
 #include "txl/util/text.h"
@@ -17,35 +19,40 @@ namespace txl {
 
 namespace {
 
-// The dead run's memory estimate in bytes (0 when its config or vocabulary cannot be read).
-double dead_run_estimate(const RunPaths& paths) {
-  if (!is_regular_file(paths.vocab())) return 0.0;  // never a FIFO's read that blocks
+// The dead run's footprint as `txl train` measures it (one process; ids drawn as a word
+// corpus' are, since its corpus is not read here), or nullopt when its config or vocabulary
+// cannot be read or its step cannot even be measured.
+std::optional<TrainingFootprint> dead_run_footprint(const RunPaths& paths, double limit_bytes) {
+  if (!is_regular_file(paths.vocab())) return std::nullopt;  // never a FIFO's read that blocks
   try {
     const Config config = config_from_json(read_json_file(paths.config()), paths.config());
     const int64_t vocab = static_cast<int64_t>(Vocab::load(paths.vocab()).size());
-    return estimate_training_footprint(config, vocab, longest_segment(config.train)).total_bytes();
+    return measure_training_footprint(config, vocab, longest_segment(config.train), nullptr,
+                                      limit_bytes);
   } catch (const std::exception&) {
-    return 0.0;
+    return std::nullopt;
   }
 }
 
 }  // namespace
 
-std::string dead_run_diagnosis(const std::string& dir, double available_bytes) {
+std::string dead_run_diagnosis(const std::string& dir, double limit_bytes) {
   const RunPaths paths{dir};
   if (!is_regular_file(paths.config()) || is_regular_file(paths.last_checkpoint())) return "";
   std::string why =
       "holds a run that stopped before its first checkpoint (config.json without "
       "checkpoint.pt: it was killed, since a run that fails inside txl removes "
       "what it wrote)";
-  const double estimate = dead_run_estimate(paths);
-  if (estimate > 0 && available_bytes > 0 && estimate > kCloseToMemoryShare * available_bytes) {
+  const auto footprint = dead_run_footprint(paths, limit_bytes);
+  if (footprint && limit_bytes > 0 &&
+      !training_footprint_fits(*footprint, kCloseToMemoryShare * limit_bytes)) {
     why += fmt::format(
-        "; its memory estimate, {}, is close to the {} available here, so the "
+        "; its memory estimate, {} {}, is close to the {} this process may use here, so the "
         "kernel's out-of-memory killer most likely stopped it (`dmesg` names it); make the model, "
         "train.batch_size or the segment smaller (`txl train --dry-run` shows the estimate by "
         "part), or use adaptive softmax for a large vocabulary",
-        format_bytes(estimate), format_bytes(available_bytes));
+        footprint->measured ? "about" : "at least", format_bytes(footprint->total_bytes()),
+        format_bytes(limit_bytes));
   }
   return why + "; use --force to start again there, or another --run-dir";
 }

@@ -9,18 +9,18 @@
 
 namespace txl {
 
-DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes,
+DryRun dry_run(const Config& config, int64_t vocab_size, double limit_bytes,
                const std::vector<int32_t>* train_tokens) {
   validate_adaptive_vocab(config.model.adaptive, vocab_size);  // cutoffs below the vocabulary
   DryRun r;
   r.vocab_size = vocab_size;
   r.segment_len = longest_segment(config.train);
   r.estimate =
-      measure_training_footprint(config, vocab_size, r.segment_len, train_tokens, available_bytes);
+      measure_training_footprint(config, vocab_size, r.segment_len, train_tokens, limit_bytes);
   const bool memory = encoding_traits(config.model.pos_encoding).takes_memory;
   r.flops = model_flops(config.model, vocab_size, config.train.batch_size, r.segment_len,
                         memory ? config.train.mem_len : 0);
-  r.available_bytes = available_bytes;
+  r.limit_bytes = limit_bytes;
   return r;
 }
 
@@ -46,8 +46,8 @@ std::string format_dry_run(const DryRun& r, const Config& c) {
                                   measured_steps(e.measured_streams))
                     : "  (activations from the formula: what backward certainly keeps, a lower "
                       "bound; nothing was measured here)\n";
-  if (r.available_bytes <= 0) return out + "available here: unknown\n";
-  out += fmt::format("available here: {:.2f} GB: {}\n", r.available_bytes / kGB,
+  if (r.limit_bytes <= 0) return out + "available here: unknown\n";
+  out += fmt::format("available here: {:.2f} GB for the whole process: {}\n", r.limit_bytes / kGB,
                      r.fits() ? "fits" : "does NOT fit (txl train would refuse it)");
   return out;
 }

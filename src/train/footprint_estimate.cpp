@@ -1,12 +1,10 @@
-#include "txl/train/footprint_estimate.h"
-
 #include <spdlog/fmt/fmt.h>
 
 #include <string>
 
 #include "txl/config/encodings.h"
 #include "txl/model/adaptive_softmax.h"
-#include "txl/train/step_footprint.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -108,9 +106,14 @@ TrainingFootprint estimate_training_footprint(const Config& config, int64_t voca
   return e;
 }
 
-bool training_footprint_fits(const TrainingFootprint& e, double available_bytes) {
-  // Available memory is what can still be allocated: what the process holds is not in it.
-  return available_bytes <= 0 || e.total_bytes() - e.process_bytes <= available_bytes;
+bool training_footprint_fits(const TrainingFootprint& e, double limit_bytes, int64_t processes) {
+  return limit_bytes <= 0 || static_cast<double>(processes) * e.total_bytes() <= limit_bytes;
+}
+
+std::string measured_steps(int64_t streams) {
+  if (streams <= kMeasuredStreams) return fmt::format("one training step of {} streams", streams);
+  return fmt::format("training steps of {} and {} streams, extrapolated to {}",
+                     kMeasuredStreams / 2, kMeasuredStreams, streams);
 }
 
 std::string describe_footprint_parts(const TrainingFootprint& e) {
@@ -128,21 +131,30 @@ std::string describe_footprint_parts(const TrainingFootprint& e) {
   return parts;
 }
 
-void check_training_footprint(const TrainingFootprint& e, double available_bytes) {
-  if (training_footprint_fits(e, available_bytes)) return;
+void check_training_footprint(const TrainingFootprint& e, double limit_bytes, int64_t processes) {
+  if (training_footprint_fits(e, limit_bytes, processes)) return;
   // The output layer over a large vocabulary is what adaptive softmax makes small.
   const bool vocabulary_dominates = !e.adaptive && e.vocabulary_bytes > 0.5 * e.total_bytes();
+  const char* const about = e.measured ? "about" : "at least";
+  const std::string need =
+      processes == 1
+          ? fmt::format("this configuration needs {} {} to train", about,
+                        format_bytes(e.total_bytes()))
+          : fmt::format("{} processes training at once need {} {}, {} each", processes, about,
+                        format_bytes(static_cast<double>(processes) * e.total_bytes()),
+                        format_bytes(e.total_bytes()));
   throw InputError(fmt::format(
-      "this configuration needs {} {} to train ({}; {} of it grows with the vocabulary of {} "
-      "tokens), {} more than the process holds now, but only {} of memory is available; {}make "
-      "the model smaller (model.n_layer, "
-      "model.d_model, model.d_inner) or reduce train.batch_size, train.tgt_len or train.mem_len",
-      e.measured ? "about" : "at least", format_bytes(e.total_bytes()), describe_footprint_parts(e),
-      format_bytes(e.vocabulary_bytes), e.vocab_size,
-      format_bytes(e.total_bytes() - e.process_bytes), format_bytes(available_bytes),
-      vocabulary_dominates ? "use adaptive softmax (model.adaptive: README, Adaptive input and "
-                             "softmax), a smaller vocabulary (data.max_vocab), or "
-                           : ""));
+      "{} ({}; {} of it grows with the vocabulary of {} tokens), but only {} of memory is "
+      "available{}; {}make the model smaller (model.n_layer, model.d_model, model.d_inner) or "
+      "reduce train.batch_size, train.tgt_len or train.mem_len",
+      need, describe_footprint_parts(e), format_bytes(e.vocabulary_bytes), e.vocab_size,
+      format_bytes(limit_bytes),
+      processes == 1 ? "" : fmt::format(" to the {} together", processes),
+      processes == 1 ? (vocabulary_dominates
+                            ? "use adaptive softmax (model.adaptive: README, Adaptive input and "
+                              "softmax), a smaller vocabulary (data.max_vocab), or "
+                            : "")
+                     : "run fewer processes at once, or "));
 }
 
 }  // namespace txl

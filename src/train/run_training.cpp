@@ -16,6 +16,7 @@
 #include "txl/train/footprint_estimate.h"
 #include "txl/train/init_from.h"
 #include "txl/train/resume.h"
+#include "txl/train/training_data.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"
@@ -133,13 +134,14 @@ void check_training_device(const Config& config, int world_size) {
 // The corpus, read with the vocabulary of --init-from's run, with a fine-tuned run's own
 // vocab.json on resume (the corpus would build another), else with one built from it.
 Corpus load_request_corpus(const TrainRequest& o, const Config& config, const InitSource* init,
-                           TokenCacheWrites* writes = nullptr) {
-  if (init != nullptr) return load_training_data(config, writes, &init->vocab, o.world_size);
+                           TrainingFootprint* footprint, TokenCacheWrites* writes = nullptr) {
+  if (init != nullptr)
+    return load_training_data(config, writes, &init->vocab, o.world_size, footprint);
   if (!o.resume_dir.empty() && is_fine_tuned_run(o.resume_dir)) {
     const Vocab vocab = Vocab::load(RunPaths{o.resume_dir}.vocab());
-    return load_training_data(config, writes, &vocab, o.world_size);
+    return load_training_data(config, writes, &vocab, o.world_size, footprint);
   }
-  return load_training_data(config, writes, nullptr, o.world_size);
+  return load_training_data(config, writes, nullptr, o.world_size, footprint);
 }
 
 // --init-from's run, read and checked against the new run's config (null without it).
@@ -167,7 +169,7 @@ PreparedTraining prepare_follower(const TrainRequest& o) {
   check_streams_per_rank(p.config, o.world_size);
   check_training_device(p.config, o.world_size);
   check_corpus_dir(p.config.data);
-  p.corpus = load_request_corpus(o, p.config, p.options.init.get());
+  p.corpus = load_request_corpus(o, p.config, p.options.init.get(), &p.footprint);
   return p;
 }
 
@@ -195,7 +197,7 @@ void prepare_resume(const TrainRequest& o, PreparedTraining& p) {
   check_streams_per_rank(config, o.world_size);
   check_training_device(config, o.world_size);
   check_corpus_dir(config.data);
-  p.corpus = load_request_corpus(o, config, nullptr);
+  p.corpus = load_request_corpus(o, config, nullptr, &p.footprint);
   if (!o.check_only) remove_stale_temporaries(o.resume_dir);
   p.options.run_dir = o.resume_dir;
   p.options.resume = true;
@@ -219,11 +221,11 @@ void prepare_new_run(const TrainRequest& o, PreparedTraining& p) {
   // Every check that can fail on the input comes before the run directory is made or
   // cleared: a refused run leaves the disk as it was.
   if (const std::string dead =
-          o.force ? "" : dead_run_diagnosis(options.run_dir, available_ram_bytes());
+          o.force ? "" : dead_run_diagnosis(options.run_dir, process_ram_limit_bytes());
       !dead.empty())
     throw InputError("--run-dir " + options.run_dir + " " + dead);
   check_run_dir(options.run_dir, o.force);
-  p.corpus = load_request_corpus(o, config, options.init.get(), &cache_writes);
+  p.corpus = load_request_corpus(o, config, options.init.get(), &p.footprint, &cache_writes);
   if (o.check_only) return;
   p.created_dir = !is_directory(options.run_dir);
   prepare_run_dir(options.run_dir, o.force);
@@ -252,15 +254,6 @@ PreparedTraining prepare_training(const TrainRequest& o) {
   return p;
 }
 
-namespace {
-
-// What one process needs besides its model (LibTorch, its thread pools, Gloo, the corpus):
-// the peak resident memory of a rank of a tiny --nproc 2 run, 188 MB with LibTorch 1.13 on
-// Debian 12 (/usr/bin/time -v), rounded up.
-constexpr double kProcessBaseBytes = 200e6;
-
-}  // namespace
-
 void check_launch(const TrainRequest& request, int nproc, bool oversubscribe) {
   TrainRequest probe = request;
   probe.rank = 0;
@@ -275,21 +268,13 @@ void check_launch(const TrainRequest& request, int nproc, bool oversubscribe) {
         "them anyway",
         nproc, kMaxThreadsPerCore, cores, kMaxThreadsPerCore * cores));
   }
-  // Every process holds the whole model, its gradients and AdamW state; the activations are
-  // those of its share of the streams.
-  Config rank_config = p.config;
-  rank_config.train.batch_size /= nproc;
-  const TrainingFootprint rank = estimate_training_footprint(
-      rank_config, static_cast<int64_t>(p.corpus.vocab.size()), longest_segment(p.config.train));
-  const double each = rank.total_bytes() + kProcessBaseBytes;
-  const double available = available_ram_bytes();
-  if (available > 0 && each * nproc > available) {
-    throw InputError(fmt::format(
-        "--nproc {}: {} processes need at least {} ({} each: the model, its gradients and AdamW "
-        "state, the activations of {} streams, and {} for LibTorch itself) but only {} of memory "
-        "is available; use fewer processes, or a smaller model or train.batch_size",
-        nproc, nproc, format_bytes(each * nproc), format_bytes(each), rank_config.train.batch_size,
-        format_bytes(kProcessBaseBytes), format_bytes(available)));
+  // Every process holds the whole model, its gradients and AdamW state, the activations of
+  // its share of the streams, LibTorch and the corpus: the footprint prepare_training measured
+  // for one of them, N times.
+  try {
+    check_training_footprint(p.footprint, process_ram_limit_bytes(), nproc);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--nproc {}: {}", nproc, e.what()));
   }
 }
 

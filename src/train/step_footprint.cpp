@@ -73,10 +73,6 @@ StepBytes step_bytes(TransformerLM& model, const Config& config, const torch::Te
           static_cast<double>(after.small_peak_bytes - before.small_peak_bytes)};
 }
 
-// The most streams a measured step takes (a fifth to an eighth of a training step at the
-// paper's batches of 32 to 60).
-constexpr int64_t kMeasuredStreams = 8;
-
 bool measurable_here(const Config& config) {
   if (!tensor_bytes().counted) return false;
   try {
@@ -109,21 +105,15 @@ StepBytes measure_step(const Config& config, int64_t vocab_size, int64_t segment
 
 }  // namespace
 
-std::string measured_steps(int64_t streams) {
-  if (streams <= kMeasuredStreams) return fmt::format("one training step of {} streams", streams);
-  return fmt::format("training steps of {} and {} streams, extrapolated to {}",
-                     kMeasuredStreams / 2, kMeasuredStreams, streams);
-}
-
 TrainingFootprint measure_training_footprint(const Config& config, int64_t vocab_size,
                                              int64_t segment_len,
                                              const std::vector<int32_t>* train_tokens,
-                                             double available_bytes) {
+                                             double limit_bytes) {
   TrainingFootprint e = estimate_training_footprint(config, vocab_size, segment_len);
   e.process_bytes = current_rss_mb() * 1024.0 * 1024.0;
   if (!measurable_here(config)) return e;
   // Past the machine by the formula's lower bound already: refused as it is, nothing built.
-  if (!training_footprint_fits(e, available_bytes)) return e;
+  if (!training_footprint_fits(e, limit_bytes)) return e;
 
   // Neither the measured steps' weights nor their dropout may move the run's random stream.
   auto generator = at::detail::getDefaultCPUGenerator();

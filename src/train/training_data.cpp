@@ -1,5 +1,7 @@
 // load_training_data (trainer.h): the corpus and every check on it that needs no run
 // directory.
+#include "txl/train/training_data.h"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
@@ -10,11 +12,33 @@
 #include "txl/train/step_footprint.h"
 #include "txl/train/trainer.h"
 #include "txl/util/clock.h"
+#include "txl/util/error.h"
 
 namespace txl {
 
+void check_segments_fit_streams(int64_t train_tokens, const TrainConfig& train) {
+  const int64_t longest = longest_segment(train);
+  if (longest == train.tgt_len)
+    return check_training_streams(train_tokens, train.batch_size, longest);
+  const int64_t per_stream = train_tokens / train.batch_size;
+  if (per_stream < 2 || longest <= per_stream - 1) {
+    return check_training_streams(train_tokens, train.batch_size, longest);
+  }
+  throw InputError(fmt::format(
+      "train.tgt_len_max ({}) is longer than a training stream: the training split's {} tokens / "
+      "train.batch_size {} = {} tokens per stream, so the longest segment can be at most {} (the "
+      "last target is the token after the segment); lower train.tgt_len_max or train.batch_size",
+      longest, train_tokens, train.batch_size, per_stream, per_stream - 1));
+}
+
 Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const Vocab* vocab,
                           int world_size) {
+  TrainingFootprint footprint;
+  return load_training_data(config, writes, vocab, world_size, &footprint);
+}
+
+Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const Vocab* vocab,
+                          int world_size, TrainingFootprint* footprint) {
   auto t_load = Clock::now();
   TokenCacheWrites own;
   int64_t unknown = 0;
@@ -31,15 +55,13 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const 
   // The clusters need the vocabulary's size; checked here, before a run directory exists.
   validate_adaptive_vocab(config.model.adaptive, static_cast<int64_t>(corpus.vocab.size()));
   const auto& tc = config.train;
-  check_training_streams(static_cast<int64_t>(corpus.train.size()), tc.batch_size,
-                         longest_segment(tc));
-  const double available = available_ram_bytes();
+  check_segments_fit_streams(static_cast<int64_t>(corpus.train.size()), tc);
+  const double limit = process_ram_limit_bytes();
   Config process = config;  // what one process trains: its share of the streams
   process.train.batch_size = std::max<int64_t>(1, tc.batch_size / std::max(1, world_size));
-  check_training_footprint(
-      measure_training_footprint(process, corpus.vocab.size(), longest_segment(tc), &corpus.train,
-                                 available),
-      available);
+  *footprint = measure_training_footprint(process, corpus.vocab.size(), longest_segment(tc),
+                                          &corpus.train, limit);
+  check_training_footprint(*footprint, limit);
   own.commit();
   return corpus;
 }

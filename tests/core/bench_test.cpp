@@ -16,6 +16,7 @@
 #include "test_util.h"
 #include "txl/config/encodings.h"
 #include "txl/platform/cpu.h"
+#include "txl/platform/resources.h"
 #include "txl/train/footprint_estimate.h"
 #include "txl/util/error.h"
 
@@ -192,8 +193,8 @@ TEST(Bench, ProfileCoversTrainingAndOneEvaluation) {
 }
 
 // The models the bench holds at once (each with its gradients and AdamW state; one step's
-// activations at a time) must fit in the available memory: one fits under a limit that ten
-// copies do not, and the refusal names the count, the need and the way out.
+// activations at a time), with what the process holds, must fit in the limit: one fits under
+// a limit that ten copies do not, and the refusal names the count, the need and the way out.
 TEST(BenchMemory, ModelsHeldAtOnceMustFitTogether) {
   auto j = nlohmann::json::parse(kTinyConfig);
   j["data"]["dir"] = "unused";  // a config must name one; the bench reads no corpus
@@ -201,7 +202,8 @@ TEST(BenchMemory, ModelsHeldAtOnceMustFitTogether) {
   const auto e = estimate_training_footprint(c, kVocab, c.train.tgt_len);
   const double states = e.weight_bytes + e.gradient_bytes + e.optimizer_bytes;
   ASSERT_GT(states, 0.0);
-  const double limit_mb = (2 * states + e.activation_bytes) / (1024.0 * 1024.0);
+  // The limit is the whole process's (issue 54, cause 9): what it holds counts against it.
+  const double limit_mb = current_rss_mb() + (5 * states + e.activation_bytes) / (1024.0 * 1024.0);
   ::setenv("TXL_MEMORY_LIMIT_MB", std::to_string(limit_mb).c_str(), 1);
   EXPECT_NO_THROW(check_bench_memory({c}, kVocab, "tiny.json"));
   // Ten models under a limit of two.

@@ -147,7 +147,9 @@ TEST(DistributedFaults, LaunchChecksComeBeforeAnyRankStarts) {
        {},
        "--nproc " + std::to_string(too_many) + " is more than 2 processes per core"},
       // Each process holds LibTorch and the whole model: two need more than one.
-      {{"--nproc", "2"}, {"TXL_MEMORY_LIMIT_MB=300"}, "--nproc 2: 2 processes need at least"},
+      {{"--nproc", "2"},
+       {"TXL_MEMORY_LIMIT_MB=300"},
+       "--nproc 2: 2 processes training at once need about"},
       {{"--oversubscribe"}, {}, "--nproc"},
       {{}, {"RANK=1"}, "RANK=1 without WORLD_SIZE"},
       {{}, {"RANK=0"}, "RANK=0 without WORLD_SIZE"},

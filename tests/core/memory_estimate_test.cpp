@@ -162,5 +162,27 @@ TEST(MemoryEstimate, ARefusalNamesTheVocabularysShareAndAdaptiveSoftmaxWhereItDo
   EXPECT_EQ(small.find("adaptive softmax"), std::string::npos) << small;
 }
 
+// Issue 54, cause 9: a limit is the whole process's (a container's size), so what the process
+// already holds counts against it; before, only the growth beyond it was compared, and a
+// 0.19 GB estimate "fit" a 0.02 GB limit. Cause 8: N processes need N times one's footprint.
+TEST(MemoryEstimate, ALimitCoversTheWholeProcessAndEveryProcessOfALaunch) {
+  TrainingFootprint e;
+  e.weight_bytes = 10e6;
+  e.process_bytes = 180e6;  // LibTorch and the corpus, resident before the model
+  e.measured = true;
+  EXPECT_TRUE(training_footprint_fits(e, 200e6));
+  EXPECT_FALSE(training_footprint_fits(e, 100e6));
+  testing::expect_input_error(
+      [&] { check_training_footprint(e, 100e6); },
+      {"needs about 190 MB", "180 MB held by the process", "only 100 MB of memory is available"});
+  EXPECT_FALSE(training_footprint_fits(e, 300e6, 2));
+  EXPECT_TRUE(training_footprint_fits(e, 400e6, 2));
+  testing::expect_input_error(
+      [&] { check_training_footprint(e, 300e6, 2); },
+      {"2 processes training at once need about 380 MB, 190 MB each",
+       "only 300 MB of memory is available to the 2 together", "run fewer processes"});
+  EXPECT_TRUE(training_footprint_fits(e, 0, 64));  // unknown: nothing refused
+}
+
 }  // namespace
 }  // namespace txl

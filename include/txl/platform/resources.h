@@ -15,9 +15,16 @@ double process_cpu_seconds();
 // Resident set size now, in MiB (/proc/self/statm); 0 when unavailable.
 double current_rss_mb();
 
-// Bytes this process can expect to allocate: /proc/meminfo MemAvailable, or the cgroup v2
-// limit (/sys/fs/cgroup/memory.max) or TXL_MEMORY_LIMIT_MB when lower; 0 when none can be
-// read. InputError for a TXL_MEMORY_LIMIT_MB that is not a positive number.
+// What this process may hold in all at its peak: the resident memory it holds now plus what
+// the machine can still give it (/proc/meminfo MemAvailable, or the cgroup v2 limit
+// /sys/fs/cgroup/memory.max less what the group holds, when lower), or TXL_MEMORY_LIMIT_MB
+// when lower still. TXL_MEMORY_LIMIT_MB is a cap on the whole process, as a container's size
+// is, not headroom beyond what it already holds. 0 when none can be read. InputError for a
+// TXL_MEMORY_LIMIT_MB that is not a positive number.
+double process_ram_limit_bytes();
+
+// What this process can still allocate: process_ram_limit_bytes() less what it holds now (at
+// least 1 byte); 0 when unknown.
 double available_ram_bytes();
 
 }  // namespace txl

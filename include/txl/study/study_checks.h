@@ -15,7 +15,8 @@ namespace txl {
 
 // InputError naming the study file, the cell, its grid values and the problem (which names
 // the key) for the first of `cells` that is not done and cannot train. `jobs` cells train
-// at once, so each has that share of the memory.
+// at once, each in its own process: each cell's footprint, measured as its run will measure
+// it, N times must fit (check_training_footprint).
 void check_cells_can_train(const StudySpec& spec, const StudyPaths& paths,
                            const std::vector<const StudyCell*>& cells, int64_t jobs);
 

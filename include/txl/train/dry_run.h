@@ -18,13 +18,14 @@ struct DryRun {
   int64_t segment_len = 0;  // the longest training segment (train.tgt_len or tgt_len_max)
   TrainingFootprint estimate;
   FlopCount flops;
-  double available_bytes = 0;  // 0: unknown
-  bool fits() const { return training_footprint_fits(estimate, available_bytes); }
+  double limit_bytes = 0;  // what the process may hold at its peak (0: unknown)
+  bool fits() const { return training_footprint_fits(estimate, limit_bytes); }
 };
 
 // `train_tokens`: the corpus' training split when it was read (null with --vocab-size): the
 // memory estimate measures a step on it (step_footprint.h).
-DryRun dry_run(const Config& config, int64_t vocab_size, double available_bytes,
+// `limit_bytes`: process_ram_limit_bytes().
+DryRun dry_run(const Config& config, int64_t vocab_size, double limit_bytes,
                const std::vector<int32_t>* train_tokens = nullptr);
 
 // The report, one part a line: the model, FLOPs, memory by part, the verdict.

@@ -18,7 +18,8 @@ struct TrainingFootprint {
   double optimizer_bytes = 0;   // AdamW's two fp32 moments per weight
   double activation_bytes = 0;  // what one training step keeps for backward (a lower bound)
   // Set by measure_training_footprint (step_footprint.h): the activations measured instead of
-  // computed, this process's resident memory before the model, and the heap's share.
+  // computed, and the heap's share; process_bytes is this process's resident memory before
+  // the model wherever the estimate is made in a process that holds the corpus.
   bool measured = false;
   int64_t measured_streams = 0;  // the streams the measured steps were extrapolated to
   double process_bytes = 0;      // LibTorch, the corpus: resident when the estimate was made
@@ -39,14 +40,30 @@ double parameter_count(const ModelConfig& config, int64_t vocab_size);
 TrainingFootprint estimate_training_footprint(const Config& config, int64_t vocab_size,
                                               int64_t segment_len);
 
-// Whether the run's growth from here (the estimate less what the process already holds)
-// fits `available_bytes` (resources.h: what can still be allocated; 0 = unknown: it fits).
-bool training_footprint_fits(const TrainingFootprint& estimate, double available_bytes);
+// The one decision "does this training fit in memory", for every judge: one `txl train`
+// (processes 1), `--nproc N` and `txl study --jobs N` (N processes training at once, each
+// with this footprint), `--dry-run`, and the diagnosis of a killed run. `limit_bytes`: what
+// the processes may hold together at their peak (resources.h, process_ram_limit_bytes: a
+// container's size, TXL_MEMORY_LIMIT_MB, or what the process holds plus what the machine can
+// still give); 0 = unknown: it fits. Each process's figure is total_bytes(), its own
+// resident memory (LibTorch, the corpus) included.
+bool training_footprint_fits(const TrainingFootprint& estimate, double limit_bytes,
+                             int64_t processes = 1);
 
 // The parts, for messages: "N parameters: W of weights, ..., S of heap slack".
 std::string describe_footprint_parts(const TrainingFootprint& estimate);
 
-// InputError naming the estimate by part and the available memory when it does not fit.
-void check_training_footprint(const TrainingFootprint& estimate, double available_bytes);
+// InputError naming the estimate by part, the processes and the limit when they do not fit
+// (training_footprint_fits).
+void check_training_footprint(const TrainingFootprint& estimate, double limit_bytes,
+                              int64_t processes = 1);
+
+// The most streams a measured step takes (step_footprint.h): a fifth to an eighth of a
+// training step at the paper's batches of 32 to 60.
+inline constexpr int64_t kMeasuredStreams = 8;
+
+// How a measured estimate was measured, for reports: "one training step of 8 streams", or
+// "training steps of 4 and 8 streams, extrapolated to 60".
+std::string measured_steps(int64_t streams);
 
 }  // namespace txl

@@ -11,6 +11,7 @@
 #include "txl/config/config.h"
 #include "txl/data/corpus.h"
 #include "txl/run/run_dir.h"
+#include "txl/train/footprint_estimate.h"
 #include "txl/train/trainer.h"
 
 namespace txl {
@@ -39,7 +40,8 @@ struct TrainRequest {
 struct PreparedTraining {
   Config config;
   Corpus corpus;
-  TrainOptions options;  // run_dir and resume; stop_signal is run_training's
+  TrainingFootprint footprint;  // one process's, measured on the corpus (training_data.h)
+  TrainOptions options;         // run_dir and resume; stop_signal is run_training's
   std::unique_ptr<RunLock> lock;
   bool created_dir = false;  // the run directory did not exist before
 };
@@ -53,8 +55,8 @@ PreparedTraining prepare_training(const TrainRequest& request);
 // work is refused (InputError, nothing written) instead of failing in N processes:
 // everything prepare_training checks for rank 0 with a world of N (train.batch_size a
 // multiple of N, a resume's checkpoint trained by N processes, ...), N at most
-// kMaxThreadsPerCore per core unless `oversubscribe`, and the memory of N processes (each
-// holds the whole model, its gradients and AdamW state) within what the machine has.
+// kMaxThreadsPerCore per core unless `oversubscribe`, and N times one process's measured
+// footprint within what the machine has (check_training_footprint with N processes).
 void check_launch(const TrainRequest& request, int nproc, bool oversubscribe);
 
 // Trains the prepared run (stop_signal: non-zero = checkpoint and stop after this step). A new

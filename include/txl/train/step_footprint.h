@@ -29,16 +29,12 @@ inline constexpr double kHeapSlack = 0.30;
 // training split, whose first tokens are the measured steps' targets (adaptive softmax computes a
 // cluster only for the rows whose target is in it); null or too short: ids drawn as a word corpus'
 // are (rank r with probability ~ 1 / r). Where tensors are not counted (TXL_SYSTEM_MALLOC=1), on a
-// GPU, or when even the formula's lower bound does not fit `available_bytes`, nothing is
+// GPU, or when even the formula's lower bound does not fit `limit_bytes`, nothing is
 // measured: the formula's estimate, `measured` false. A measured step that fails (an
 // allocation refused) is an InputError: the run's own step would fail the same way.
 TrainingFootprint measure_training_footprint(const Config& config, int64_t vocab_size,
                                              int64_t segment_len,
                                              const std::vector<int32_t>* train_tokens,
-                                             double available_bytes);
-
-// How a measured estimate was measured, for reports: "one training step of 8 streams", or
-// "training steps of 4 and 8 streams, extrapolated to 60".
-std::string measured_steps(int64_t streams);
+                                             double limit_bytes);
 
 }  // namespace txl
