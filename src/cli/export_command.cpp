@@ -5,6 +5,7 @@
 // Thin commands over run/interop.h.
 #include <spdlog/fmt/fmt.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "txl/cli/commands.h"
@@ -25,9 +26,10 @@ int run_export(ExportCommandOptions& o) {
   o.run.naming = parse_weight_naming(o.names, "--names");
   parse_checkpoint_choice(o.run.checkpoint, "--checkpoint");
   const ExportResult r = export_run(o.run);
+  // The file read, by name: --checkpoint best falls back to checkpoint.pt where no best.pt is.
   fmt::print("exported {} ({} step {}, {} names): {} tensors, {}\n  {}\n  {}\n  {}\n",
-             o.run.run_dir, o.run.checkpoint, r.step, o.names, r.tensors, format_bytes(r.bytes),
-             r.weights, r.config, r.vocab);
+             o.run.run_dir, std::filesystem::path(r.checkpoint).filename().string(), r.step,
+             o.names, r.tensors, format_bytes(r.bytes), r.weights, r.config, r.vocab);
   return 0;
 }
 

@@ -110,6 +110,9 @@ std::string vocab_text(const Vocab& vocab) {
 
 Vocab read_vocab_text(const std::string& path, TokenizerKind kind) {
   const std::string text = read_regular_file(path, "a vocabulary, one token per line");
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    throw InputError(path + ": starts with a UTF-8 byte-order mark (bytes EF BB BF), which would "
+                            "be part of the first token; save the file without one");
   std::vector<std::string> tokens;
   std::set<std::string> seen;
   size_t start = 0;
@@ -119,6 +122,10 @@ Vocab read_vocab_text(const std::string& path, TokenizerKind kind) {
     if (end == std::string::npos) end = text.size();
     ++line;
     const std::string where = fmt::format("{}:{}", path, line);
+    if (end > start && text[end - 1] == '\r')
+      throw InputError(where +
+                       ": ends with a carriage return (a Windows line end); save the file with "
+                       "\\n line ends (a token's own carriage return is written \\r)");
     const std::string token = unescape_token(text.substr(start, end - start), where);
     if (token.empty())
       throw InputError(where + ": an empty line (a token is at least one character)");
@@ -165,6 +172,7 @@ ExportResult export_run(const ExportOptions& o) {
   write_file_atomic(r.config, config);
   write_file_atomic(r.vocab, vocab_text(run.vocab));
   r.tensors = static_cast<int64_t>(tensors.size());
+  r.checkpoint = checkpoint_file(paths, o.checkpoint);
   r.step = run.state.step;
   r.bytes = static_cast<double>(fs::file_size(r.weights));
   return r;

@@ -91,6 +91,11 @@ std::string default_run_dir(const std::string& config_path) {
 }
 
 void check_folder_can_be_made(const std::string& dir, const std::string& option) {
+  std::error_code link_ec;
+  if (fs::is_symlink(fs::symlink_status(dir, link_ec)) && file_kind(dir) == FileKind::kMissing) {
+    throw InputError(option + " " + dir + " is a symbolic link to " + link_target(dir) +
+                     ", which does not exist; make that folder first, or give another path");
+  }
   // From the folder itself up to the nearest part of the path that exists.
   for (fs::path at = dir; true; at = at.parent_path()) {
     const fs::path shown = at.empty() ? fs::path(".") : at;

@@ -69,6 +69,8 @@ bool allowed_global(const std::string& name) {
          name == "torch.jit._pickle.restore_type_tag" || storage_types().count(name) > 0;
 }
 
+std::string kind_name(const Value& v);
+
 class Unpickler {
  public:
   Unpickler(const std::string& pkl, const ZipIndex& archive, std::string path)
@@ -260,6 +262,9 @@ class Unpickler {
       }
       case 0x93: {
         auto name = pop(), module = pop();
+        if (module->kind != Value::kString || name->kind != Value::kString)
+          fail("STACK_GLOBAL of a " + kind_name(*module) + " and a " + kind_name(*name) +
+               ", where a module and a name (two strings) belong");
         push_global(module->s, name->s);
         return true;
       }

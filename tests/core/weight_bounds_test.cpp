@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -91,6 +92,8 @@ TEST(WeightBounds, HostilePicklesAreRefusedWithoutACrash) {
   const std::string one = tensor_view("0", 2, 0, {2}, {1});
   expect_refused(archive(dict_pickle({{"a", one}, {"a", one}}), {{"data/0", std::string(8, 0)}}),
                  "tensor a is in the dict twice");
+  // STACK_GLOBAL of two integers (was "refers to .").
+  expect_refused(archive("\x80\x02K\x01K\x02\x93."), "STACK_GLOBAL of a int and a int");
   // A storage whose record is not the size its numel says.
   expect_refused(archive(dict_pickle({{"a", one}}), {{"data/0", std::string(12, 0)}}),
                  "says 2 values of 4 bytes but its record holds 12 bytes");
@@ -271,6 +274,38 @@ TEST_F(WeightImport, ShapesAreComparedBeforeAnyTensorIsRead) {
   EXPECT_NE(r.err.find("embedding.weight is [30000, 30000] in the file but"), std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(run));
+}
+
+TEST_F(WeightImport, LinksLineEndsAndTheFileExportReadAreNamed) {
+  // A dangling link as --run-dir: named, not "File exists".
+  const std::string link = dir_ + "/dangling";
+  fs::create_symlink(dir_ + "/nowhere", link);
+  auto r = run_txl(import_args(dir_ + "/m.safetensors", link));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("is a symbolic link to " + dir_ + "/nowhere, which does not exist"),
+            std::string::npos)
+      << r.err;
+  // A vocabulary with Windows line ends, or a byte-order mark: named, not "no <unk>".
+  const std::string vocab = read_text(dir_ + "/m.vocab.txt");
+  std::string crlf;
+  for (const char c : vocab) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  for (const auto& [name, bytes, needle] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"crlf.txt", crlf, ":1: ends with a carriage return"},
+           {"bom.txt", "\xEF\xBB\xBF" + vocab, "starts with a UTF-8 byte-order mark"}}) {
+    write_text(dir_ + "/" + name, bytes);
+    auto args = import_args(dir_ + "/m.safetensors", dir_ + "/v_" + name);
+    args[4] = dir_ + "/" + name;
+    r = run_txl(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+  // An imported run has no best.pt: export says it read checkpoint.pt.
+  const std::string run = dir_ + "/exported";
+  ASSERT_EQ(run_txl(import_args(dir_ + "/m.safetensors", run)).code, 0);
+  r = run_txl({"export", "--run", run, "--out", dir_ + "/again.pt"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.output.find("(checkpoint.pt step 0"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct ExportOptions {
 
 struct ExportResult {
   std::string weights, config, vocab;  // the files written
+  std::string checkpoint;              // the checkpoint read (best.pt, or checkpoint.pt)
   int64_t tensors = 0;
   int64_t step = 0;
   double bytes = 0;  // of the weight file
