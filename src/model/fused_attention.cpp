@@ -4,9 +4,9 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
-#include <mutex>
 #include <vector>
 
+#include "txl/model/chunk_sums.h"
 #include "txl/model/vector_kernels.h"
 #include "txl/platform/onednn.h"
 #include "txl/platform/parallel.h"
@@ -86,14 +86,14 @@ Operands operands(const torch::Tensor& query, const torch::Tensor& key, const to
 }
 
 // Calls f(b, h) for every head of every batch row, the heads split over the threads; inside,
-// operators run single-threaded and below autograd. init() runs once per chunk of heads
-// first and done() after it, on the chunk's thread.
+// operators run single-threaded and below autograd. init(begin) runs once per chunk of heads
+// (begin: its first item) first and done() after it, on the chunk's thread.
 template <typename Init, typename F, typename Done>
 void for_each_head(const Operands& o, Init init, F f, Done done) {
   parallel_chunks(o.batch * o.heads, 1, [&](int64_t begin, int64_t end) {
     torch::NoGradGuard no_grad;
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    auto state = init();
+    auto state = init(begin);
     for (int64_t item = begin; item < end; ++item) f(state, item / o.heads, item % o.heads);
     done(state);
   });
@@ -165,7 +165,7 @@ void forward_pass(const Operands& o, torch::Tensor& out, const torch::Tensor& pr
   };
   for_each_head(
       o,
-      [&] {
+      [&](int64_t /*begin*/) {
         Scratch t{torch::empty({o.query_len, k_len}, f32), {}};
         if (!probs.defined()) t.p = torch::empty({o.query_len, k_len}, f32);
         return t;
@@ -234,15 +234,17 @@ void backward_pass(const Operands& o, const torch::Tensor& probs, const torch::T
                    Grads& d) {
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
   const int64_t q_len = o.query_len, k_len = o.key_len;
-  std::mutex bias_mutex;
+  // The chunks' bias gradients, added in chunk order: the same sum whatever the threads'
+  // timing.
+  ChunkSums bias_sums(d.bias.defined() ? d.bias : torch::empty({0}));
   struct Scratch {
     torch::Tensor dp, ds, bias;  // [Q, K], [Q, K], this chunk's [H, Q, K] bias gradient
   };
   for_each_head(
       o,
-      [&] {
+      [&](int64_t begin) {
         Scratch t{torch::empty({q_len, k_len}, f32), torch::empty({q_len, k_len}, f32), {}};
-        if (d.bias.defined()) t.bias = torch::zeros_like(d.bias);
+        if (d.bias.defined()) t.bias = bias_sums.partial(begin);
         return t;
       },
       [&](Scratch& t, int64_t b, int64_t h) {
@@ -259,11 +261,8 @@ void backward_pass(const Operands& o, const torch::Tensor& probs, const torch::T
         }
         if (t.bias.defined()) t.bias[h].add_(t.ds);
       },
-      [&](Scratch& t) {
-        if (!t.bias.defined()) return;
-        std::lock_guard<std::mutex> lock(bias_mutex);
-        d.bias.add_(t.bias);
-      });
+      [](Scratch&) {});
+  if (d.bias.defined()) bias_sums.add_to(d.bias);
 }
 
 // Inputs that are absent come as empty tensors: autograd functions take no undefined ones.

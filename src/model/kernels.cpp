@@ -5,9 +5,9 @@
 
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <vector>
 
+#include "txl/model/chunk_sums.h"
 #include "txl/model/vector_kernels.h"
 #include "txl/platform/onednn.h"
 #include "txl/platform/parallel.h"
@@ -152,21 +152,33 @@ class Affine : public torch::autograd::Function<Affine> {
 // temporaries (82 MB at 2048 x 10k) went through memory.
 constexpr int64_t kNllRowBlock = 32;
 
-// Calls f(first, n, scratch) for the blocks of kNllRowBlock rows (the last may be shorter),
-// the blocks split over the threads; scratch is a float32 [>= n, V] tensor of the calling
-// thread. Inside, operators run single-threaded and without autograd.
-void for_row_blocks(int64_t rows, int64_t vocab,
-                    const std::function<void(int64_t, int64_t, torch::Tensor&)>& f) {
+// Calls f(first, n, scratch, sum) for the blocks of kNllRowBlock rows (the last may be
+// shorter), the blocks split over the threads; scratch is a float32 [>= n, V] tensor of the
+// calling thread, and sum its chunk's partial in `sums` (undefined without them). Inside,
+// operators run single-threaded and without autograd.
+void for_row_blocks_summed(
+    int64_t rows, int64_t vocab,
+    const std::function<void(int64_t, int64_t, torch::Tensor&, torch::Tensor&)>& f,
+    ChunkSums* sums) {
   const int64_t blocks = (rows + kNllRowBlock - 1) / kNllRowBlock;
   parallel_chunks(blocks, 1, [&](int64_t begin, int64_t end) {
     torch::NoGradGuard no_grad;
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     auto scratch = torch::empty({std::min(kNllRowBlock, rows), vocab}, torch::kFloat32);
+    auto sum = sums != nullptr ? sums->partial(begin) : torch::Tensor();
     for (int64_t b = begin; b < end; ++b) {
       const int64_t first = b * kNllRowBlock;
-      f(first, std::min(kNllRowBlock, rows - first), scratch);
+      f(first, std::min(kNllRowBlock, rows - first), scratch, sum);
     }
   });
+}
+
+// The same without sums: f(first, n, scratch).
+void for_row_blocks(int64_t rows, int64_t vocab,
+                    const std::function<void(int64_t, int64_t, torch::Tensor&)>& f) {
+  for_row_blocks_summed(
+      rows, vocab,
+      [&](int64_t first, int64_t n, torch::Tensor& s, torch::Tensor&) { f(first, n, s); }, nullptr);
 }
 
 // Whether the loss's float32 row kernels (vector_kernels.h) take these logits: float32 rows
@@ -210,7 +222,7 @@ void nll_and_lse(const torch::Tensor& logits_in, const torch::Tensor& bias,
 // The loss keeps the logits (no copy) and one float per row; the backward recomputes the
 // softmax from them block by block: d nll_i / d z_ij = softmax_ij - [j == t_i], and the
 // bias's gradient is the sum of those over the rows, added up per thread while each block is
-// in the cache.
+// in the cache (ChunkSums: the same sum whatever the threads' timing).
 class TokenNll : public torch::autograd::Function<TokenNll> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
@@ -235,9 +247,10 @@ class TokenNll : public torch::autograd::Function<TokenNll> {
     const bool fp32 = logits.scalar_type() == torch::kFloat32;
     const bool with_bias = bias.numel() > 0;
     const int64_t vocab = logits.size(1);
-    std::mutex bias_mutex;
     auto grad_bias = with_bias ? torch::zeros({vocab}, bias.options()) : torch::Tensor();  // [V]
-    for_row_blocks(logits.size(0), vocab, [&](int64_t first, int64_t n, torch::Tensor& s) {
+    ChunkSums bias_sums(with_bias ? grad_bias : torch::empty({0}));
+    const auto block_backward = [&](int64_t first, int64_t n, torch::Tensor& s,
+                                    torch::Tensor& bias_sum) {
       auto p = fp32 ? grad.narrow(0, first, n) : s.narrow(0, 0, n);  // [n, V]
       const auto g_b = g.narrow(0, first, n);                        // [n, 1]
       if (float_rows(logits)) {
@@ -251,13 +264,11 @@ class TokenNll : public torch::autograd::Function<TokenNll> {
         p.exp_().mul_(g_b);
       }
       p.scatter_add_(1, targets.narrow(0, first, n).unsqueeze(1), -g_b);
-      if (with_bias) {
-        const auto block_sum = p.sum(0, false, torch::kFloat32);  // [V]
-        std::lock_guard<std::mutex> lock(bias_mutex);
-        grad_bias.add_(block_sum);
-      }
+      if (with_bias) bias_sum.add_(p.sum(0, false, torch::kFloat32));  // [V]
       if (!fp32) grad.narrow(0, first, n).copy_(p);
-    });
+    };
+    for_row_blocks_summed(logits.size(0), vocab, block_backward, with_bias ? &bias_sums : nullptr);
+    if (with_bias) bias_sums.add_to(grad_bias);
     return {grad, torch::Tensor(), grad_bias};
   }
 };
