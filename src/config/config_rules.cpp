@@ -1,6 +1,7 @@
 // validate(): every range and relation a configuration must satisfy, named by key path.
 #include <cmath>
 #include <string>
+#include <unordered_map>
 
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
@@ -180,18 +181,29 @@ void validate_train(const TrainConfig& train) {
   }
 }
 
+// The most lengths eval.lengths may list: far above any real list, and a bound on the work
+// that checking and evaluating them takes.
+constexpr size_t kMaxEvalLengths = 1000;
+
 void validate_eval(const EvalConfig& eval) {
   if (eval.lengths.empty()) {
     throw InputError("eval.lengths is empty; list at least one window length, e.g. [128]");
   }
+  // Each length is a whole evaluation; a study lists about ten. Checked first, so a list of
+  // a million costs nothing to refuse.
+  if (eval.lengths.size() > kMaxEvalLengths) {
+    throw InputError("eval.lengths lists " + std::to_string(eval.lengths.size()) +
+                     " lengths; at most " + std::to_string(kMaxEvalLengths) +
+                     " (each length is a whole evaluation)");
+  }
+  std::unordered_map<int64_t, size_t> first_at;  // length -> its first index
   for (size_t i = 0; i < eval.lengths.size(); ++i) {
     const std::string path = "eval.lengths[" + std::to_string(i) + "]";
     require_at_least(path.c_str(), eval.lengths[i], 1);
-    for (size_t j = 0; j < i; ++j) {
-      if (eval.lengths[j] == eval.lengths[i]) {
-        throw InputError(path + " (" + std::to_string(eval.lengths[i]) + ") repeats eval.lengths[" +
-                         std::to_string(j) + "]; list each length once");
-      }
+    const auto [seen, added] = first_at.emplace(eval.lengths[i], i);
+    if (!added) {
+      throw InputError(path + " (" + std::to_string(eval.lengths[i]) + ") repeats eval.lengths[" +
+                       std::to_string(seen->second) + "]; list each length once");
     }
   }
   parse_eval_split(eval.split, "eval.split");
