@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "txl/eval/protocol.h"
+#include "txl/model/model_size.h"
 #include "txl/model/position_score.h"
 #include "txl/platform/resources.h"
 #include "txl/util/error.h"
@@ -37,7 +38,7 @@ EvalFootprint estimate_eval_footprint(const ModelConfig& m, int64_t vocab_size,
                K = static_cast<double>(e.pass.keys), M = K - W;
   const double C = static_cast<double>(m.d_model), H = static_cast<double>(m.n_head),
                D = static_cast<double>(m.d_head), F = static_cast<double>(m.d_inner),
-               N = static_cast<double>(m.n_layer), V = static_cast<double>(vocab_size);
+               N = static_cast<double>(m.n_layer);
   const double hd = H * D;
   // Every layer's input (kept for the memory update), then one layer at a time: queries,
   // context and its copy, the output projection and the residual, the feed-forward's inner
@@ -50,10 +51,11 @@ EvalFootprint estimate_eval_footprint(const ModelConfig& m, int64_t vocab_size,
   const int64_t block = attention_query_block(e.pass.batch, m.n_head, e.pass.queries, e.pass.keys,
                                               /*requested=*/0, /*grad=*/false);
   e.attention_bytes = kFp32Bytes * 3 * B * H * static_cast<double>(block) * K;
-  // Logits and log-probabilities of one output block (transformer.h), the NLL of all rows.
-  const double rows = B * W;
-  const double out_rows = std::min(rows, std::max(1.0, kLogitBudgetBytes / (V * kFp32Bytes)));
-  e.output_bytes = kFp32Bytes * (2 * out_rows * V + rows);
+  // Logits and log-probabilities of one output block (transformer.h), the NLL of all rows; a
+  // row is as wide as the run's head computes it (adaptive: its head and widest tail).
+  const double rows = B * W, width = static_cast<double>(output_row_width(m, vocab_size));
+  const double out_rows = std::min(rows, std::max(1.0, kLogitBudgetBytes / (width * kFp32Bytes)));
+  e.output_bytes = kFp32Bytes * (2 * out_rows * width + rows);
   // Memory in and the memory returned for the next segment, every layer: the rows and the
   // key/value projection of them that evaluation keeps (memory.h).
   e.memory_bytes = kFp32Bytes * 2 * N * B * M * (C + 2 * hd);

@@ -39,10 +39,14 @@ double input_output_parameters(const ModelConfig& c, int64_t vocab_size) {
   return (c.tie_weights ? 1 : 2) * tables + projs + n * C + n + V;
 }
 
-double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double tokens) {
-  if (!c.adaptive) return tokens * static_cast<double>(vocab_size);
+int64_t output_row_width(const ModelConfig& c, int64_t vocab_size) {
+  if (!c.adaptive) return vocab_size;
   const ClusterLayout layout = cluster_layout(*c.adaptive, c.d_model, vocab_size);
-  return tokens * static_cast<double>(layout.head_size() + layout.largest_tail());
+  return layout.head_size() + layout.largest_tail();
+}
+
+double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double tokens) {
+  return tokens * static_cast<double>(output_row_width(c, vocab_size));
 }
 
 double parameter_count(const ModelConfig& c, int64_t vocab_size) {

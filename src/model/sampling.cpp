@@ -20,7 +20,7 @@ torch::Tensor ContextFeeder::feed(const std::vector<int64_t>& tokens) {
       window_.erase(window_.begin(), window_.end() - context_);
     }
     auto input = torch::tensor(window_, torch::kLong).unsqueeze(0).to(model_->device());  // [1, Q]
-    auto logits = model_->forward(input, {}, opts).logits;  // [1, Q, V]
+    auto logits = model_->forward(input, {}, opts).scores;  // [1, Q, V]
     return logits[0][-1].to(torch::kCPU, torch::kFloat32);  // [V]
   }
   opts.keep_memory = context_;
@@ -33,7 +33,7 @@ torch::Tensor ContextFeeder::feed(const std::vector<int64_t>& tokens) {
                      .to(model_->device());  // [1, Q]
     auto out = model_->forward(input, memory_, opts);
     memory_ = std::move(out.memory);  // [1, <=context, C]
-    last = out.logits[0][-1];         // [V]
+    last = out.scores[0][-1];         // [V]
   }
   return last.to(torch::kCPU, torch::kFloat32);
 }

@@ -4,49 +4,18 @@
 #include <cmath>
 
 #include "txl/model/kernels.h"
-#include "txl/platform/runtime.h"
 
 namespace txl {
 
-int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions& options) {
-  if (!options.targets.defined() || options.want_logits || options.query_block < 0 ||
+int64_t output_row_block(int64_t rows, int64_t row_width, const ForwardOptions& options) {
+  if (!options.targets.defined() || options.want_scores || options.query_block < 0 ||
       torch::GradMode::is_enabled())
     return rows;
   if (options.query_block > 0) return std::min(options.query_block, rows);
-  const int64_t row_bytes = vocab_size * 4;
+  const int64_t row_bytes = row_width * 4;
   if (row_bytes * rows <= kLogitBudgetBytes) return rows;
   return std::clamp<int64_t>(kLogitBudgetBytes / row_bytes, 1, rows);
 }
-
-namespace {
-
-// Where the output layer's bias is added: in the product (layer) or, where the loss runs its
-// float32 row kernels (float32 logits on the CPU), in the loss, on the fly (token_nll).
-struct OutputBias {
-  torch::Tensor layer, loss;  // one of them is the bias, the other undefined
-};
-
-OutputBias place_output_bias(const torch::Tensor& h, const torch::Tensor& bias, bool in_loss) {
-  in_loss = in_loss && h.is_cpu() && h.scalar_type() == torch::kFloat32 &&
-            bias.scalar_type() == torch::kFloat32 && !autocast_enabled(c10::DeviceType::CPU);
-  return in_loss ? OutputBias{torch::Tensor(), bias} : OutputBias{bias, torch::Tensor()};
-}
-
-// h: [N, C], weight: [V, C], targets: [N] -> [N] float32, `block` rows at a time.
-torch::Tensor blocked_output_nll(const torch::Tensor& h, const torch::Tensor& weight,
-                                 const OutputBias& bias, const torch::Tensor& targets,
-                                 int64_t block) {
-  const int64_t rows = h.size(0);
-  auto nll = torch::empty({rows}, h.options().dtype(torch::kFloat32));  // [N]
-  for (int64_t first = 0; first < rows; first += block) {
-    const int64_t n = std::min(block, rows - first);
-    auto logits = affine(h.narrow(0, first, n), weight, bias.layer);  // [n, V]
-    nll.narrow(0, first, n).copy_(token_nll(logits, targets.narrow(0, first, n), bias.loss));
-  }
-  return nll;
-}
-
-}  // namespace
 
 TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
     : config_(c), vocab_size_(vocab_size) {
@@ -73,6 +42,13 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& c, int64_t vocab_size)
         "output", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, vocab_size).bias(false)));
   }
   output_bias = register_parameter("output_bias", torch::zeros({vocab_size}));
+  if (c.adaptive) {
+    input_ = make_adaptive_embedding(adaptive_input);
+    head_ = make_adaptive_head(adaptive_input, adaptive_softmax, output_bias);
+  } else {
+    input_ = make_table_embedding(embedding);
+    head_ = make_full_softmax_head(embedding, output, output_bias);
+  }
   torch::NoGradGuard no_grad;
   if (embedding) embedding->weight.normal_(0.0, c.init_std);
   if (output) output->weight.normal_(0.0, c.init_std);
@@ -116,19 +92,21 @@ torch::Tensor TransformerLMImpl::run_blocks(torch::Tensor h, const Memory& memor
   return h;
 }
 
-LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& memory,
-                                    const ForwardOptions& options) {
+void TransformerLMImpl::check_inputs(const torch::Tensor& tokens, const Memory& memory,
+                                     const ForwardOptions& options) const {
   TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, Q], got ", tokens.sizes());
   TORCH_CHECK(memory.empty() || has_memory(), encoding_traits(config_.pos_encoding).name,
               " encoding takes no memory");
   TORCH_CHECK(memory.empty() || static_cast<int64_t>(memory.layers.size()) == config_.n_layer,
               "memory has ", memory.layers.size(), " layers, model has ", config_.n_layer);
-  const int64_t mem_len = memory.length();
   TORCH_CHECK(options.score_from >= 0 && options.score_from < tokens.size(1), "score_from ",
               options.score_from, " must lie in [0, ", tokens.size(1), ")");
+  TORCH_CHECK(!options.targets.defined() || options.targets.sizes() == tokens.sizes(), "targets ",
+              options.targets.sizes(), " must match tokens ", tokens.sizes());
+}
 
-  auto h = (adaptive_input ? adaptive_input(tokens) : embedding(tokens)) *
-           std::sqrt(static_cast<double>(config_.d_model));  // [B, Q, C]
+PositionContext TransformerLMImpl::position_context(const ForwardOptions& options, int64_t mem_len,
+                                                    int64_t q_len) const {
   PositionContext pos;
   pos.clamp_len = options.clamp_len >= 0 ? options.clamp_len : config_.clamp_len;
   pos.aid = options.aid;
@@ -142,74 +120,38 @@ LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& m
     const int64_t limit = position_limit(config_);
     pos.train_len = options.train_len > 0 ? std::min(limit, options.train_len) : limit;
   }
-  pos.aid_scale = aid_scale(options.aid, options.aid_factor, options.aid_length,
-                            mem_len + tokens.size(1), pos.train_len);
-  h = position->apply(h, mem_len, pos);  // [B, Q, C]
-  h = apply_dropout(h, config_.dropout, is_training());
-
-  std::vector<torch::Tensor> layer_inputs, segment_kv;
-  h = run_blocks(h, memory, pos, options, layer_inputs, segment_kv);  // [B, S, C]
-  if (final_norm) h = final_norm(h);
-  h = apply_dropout(h, config_.dropout, is_training());
-
-  LMOutput result;
-  result.memory = update_memory(memory, layer_inputs, options.keep_memory, segment_kv);
-  torch::Tensor targets;  // [B, S]
-  if (options.targets.defined()) {
-    TORCH_CHECK(options.targets.sizes() == tokens.sizes(), "targets ", options.targets.sizes(),
-                " must match tokens ", tokens.sizes());
-    targets = options.targets.narrow(1, options.score_from, h.size(1));
-  }
-  if (adaptive_softmax) {
-    adaptive_output(h, targets, options, result);
-    return result;
-  }
-  auto weight = output ? output->weight : embedding->weight;  // [V, C]
-  const int64_t rows = h.size(0) * h.size(1);
-  const int64_t block = output_row_block(rows, vocab_size_, options);
-  const bool only_loss = targets.defined() && !options.want_logits;
-  const auto bias = place_output_bias(h, output_bias, only_loss);
-  if (block < rows) {
-    result.nll =
-        blocked_output_nll(h.reshape({rows, -1}), weight, bias, targets.reshape({-1}), block)
-            .view(targets.sizes());  // [B, S]
-    return result;
-  }
-  auto logits =
-      affine(h, weight, bias.layer);  // [B, S, V], without the bias where the loss adds it
-  if (targets.defined()) {
-    result.nll = token_nll(logits.reshape({-1, vocab_size_}), targets.reshape({-1}), bias.loss)
-                     .view(targets.sizes());  // [B, S]
-  }
-  if (options.want_logits || !options.targets.defined()) result.logits = logits;
-  return result;
+  pos.aid_scale = aid_scale(options.aid, options.aid_factor, options.aid_length, mem_len + q_len,
+                            pos.train_len);
+  return pos;
 }
 
-void TransformerLMImpl::adaptive_output(const torch::Tensor& h, const torch::Tensor& targets,
-                                        const ForwardOptions& options, LMOutput& result) {
-  const AdaptiveWeights w = adaptive_softmax->weights(*adaptive_input, output_bias);
-  const ClusterLayout& layout = adaptive_input->layout();
-  const int64_t rows = h.size(0) * h.size(1);
-  const auto flat = h.reshape({rows, -1});  // [N, C]
-  if (targets.defined()) {
-    // Without gradients, in blocks of rows whose head and widest tail fit the logit budget.
-    const int64_t width = layout.head_size() + layout.largest_tail();
-    const int64_t block = output_row_block(rows, width, options);
-    const auto flat_targets = targets.reshape({-1});  // [N]
-    std::vector<torch::Tensor> parts;
-    for (int64_t first = 0; first < rows; first += block) {
-      const int64_t n = std::min(block, rows - first);
-      parts.push_back(adaptive_nll(flat.narrow(0, first, n), flat_targets.narrow(0, first, n), w));
-    }
-    result.nll = (parts.size() == 1 ? parts[0] : torch::cat(parts)).view(targets.sizes());
-  }
-  if (!options.want_logits && targets.defined()) return;
-  // The [N, V] log-probabilities are the result; blocks bound the temporaries beside them.
-  const int64_t block = std::clamp<int64_t>(kLogitBudgetBytes / (vocab_size_ * 4), 1, rows);
-  std::vector<torch::Tensor> parts;
-  for (int64_t first = 0; first < rows; first += block)
-    parts.push_back(adaptive_log_probs(flat.narrow(0, first, std::min(block, rows - first)), w));
-  result.logits = torch::cat(parts).view({h.size(0), h.size(1), vocab_size_});  // [B, S, V]
+LMOutput TransformerLMImpl::forward(const torch::Tensor& tokens, const Memory& memory,
+                                    const ForwardOptions& options) {
+  check_inputs(tokens, memory, options);
+  const int64_t mem_len = memory.length();
+  // Embed: the tokens, scaled by sqrt(C), then the encoding's input side.    -> [B, Q, C]
+  auto h = input_->embed(tokens) * std::sqrt(static_cast<double>(config_.d_model));
+  PositionContext pos = position_context(options, mem_len, tokens.size(1));
+  h = position->apply(h, mem_len, pos);
+  h = apply_dropout(h, config_.dropout, is_training());
+
+  // Blocks: each layer's input joins the memory for the next segment.      -> [B, S, C]
+  std::vector<torch::Tensor> layer_inputs, segment_kv;
+  h = run_blocks(h, memory, pos, options, layer_inputs, segment_kv);
+  if (final_norm) h = final_norm(h);
+  h = apply_dropout(h, config_.dropout, is_training());
+  LMOutput result;
+  result.memory = update_memory(memory, layer_inputs, options.keep_memory, segment_kv);
+
+  // Head: the NLL of the scored positions' targets, and/or their scores.
+  const torch::Tensor targets =  // [B, S]
+      options.targets.defined() ? options.targets.narrow(1, options.score_from, h.size(1))
+                                : torch::Tensor();
+  HeadOutput out = head_->forward(h, targets, options);
+  result.nll = std::move(out.nll);
+  result.scores = std::move(out.scores);
+  result.score_kind = head_->score_kind();
+  return result;
 }
 
 TransformerLM make_model(const ModelConfig& config, int64_t vocab_size,

@@ -69,7 +69,7 @@ ScoredWindows score_windows(TransformerLM& model, const std::vector<std::vector<
     ForwardOptions f;
     f.targets = w.narrow(1, 1, n - 1);  // [b, n - 1]
     f.score_from = n - 1 - scored;
-    f.want_logits = options.want_argmax;
+    f.want_scores = options.want_argmax;
     f.observer = options.observer;
     if (options.progress) {
       const double layers = static_cast<double>(model->config().n_layer);
@@ -81,7 +81,7 @@ ScoredWindows score_windows(TransformerLM& model, const std::vector<std::vector<
     const auto result = model->forward(w.narrow(1, 0, n - 1), Memory{}, f);
     const auto nll = result.nll.to(torch::kCPU, torch::kFloat64).contiguous();  // [b, scored]
     torch::Tensor argmax;
-    if (options.want_argmax) argmax = result.logits.argmax(-1).to(torch::kCPU).contiguous();
+    if (options.want_argmax) argmax = result.scores.argmax(-1).to(torch::kCPU).contiguous();
     for (size_t b = 0; b < count; ++b) {
       const auto row = nll[static_cast<int64_t>(b)];
       out.nll.emplace_back(row.data_ptr<double>(), row.data_ptr<double>() + scored);

@@ -111,8 +111,9 @@ std::string vocab_text(const Vocab& vocab) {
 Vocab read_vocab_text(const std::string& path, TokenizerKind kind) {
   const std::string text = read_regular_file(path, "a vocabulary, one token per line");
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
-    throw InputError(path + ": starts with a UTF-8 byte-order mark (bytes EF BB BF), which would "
-                            "be part of the first token; save the file without one");
+    throw InputError(path +
+                     ": starts with a UTF-8 byte-order mark (bytes EF BB BF), which would "
+                     "be part of the first token; save the file without one");
   std::vector<std::string> tokens;
   std::set<std::string> seen;
   size_t start = 0;
@@ -196,9 +197,10 @@ void check_finite(const std::string& name, const torch::Tensor& t, const ImportO
   if (!t.is_floating_point() || o.allow_nonfinite) return;
   const int64_t n = (~torch::isfinite(t)).sum().item<int64_t>();
   if (n > 0) {
-    throw InputError(fmt::format("{}: NaN or Inf in {} ({} of {} values); pass --allow-nonfinite "
-                                 "to import it anyway",
-                                 o.weights, name, n, t.numel()));
+    throw InputError(
+        fmt::format("{}: NaN or Inf in {} ({} of {} values); pass --allow-nonfinite "
+                    "to import it anyway",
+                    o.weights, name, n, t.numel()));
   }
 }
 

@@ -207,7 +207,8 @@ std::vector<TensorLocation> locate_safetensors(const ByteSource& source,
     t.sizes = e.shape;
     t.strides.assign(e.shape.size(), 1);  // row-major (a tensor of no values has any strides)
     const bool empty = std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end();
-    for (size_t k = e.shape.size(); k-- > 1 && !empty;) t.strides[k - 1] = t.strides[k] * e.shape[k];
+    for (size_t k = e.shape.size(); k-- > 1 && !empty;)
+      t.strides[k - 1] = t.strides[k] * e.shape[k];
     t.record_at = 8 + n + e.begin;
     t.record_bytes = e.end - e.begin;
     out.push_back(std::move(t));
@@ -292,14 +293,14 @@ WeightReader::WeightReader(std::unique_ptr<ByteSource> source) : source_(std::mo
   if (starts_with_bytes(*source_, kZipMagic, 4)) {
     locations_ = read_torch_state_dict(*source_);
   } else if (pt_name && source_->size() < 4) {
-    throw InputError(fmt::format("{}: {} bytes, not a torch.save archive (a zip)", path,
-                                 source_->size()));
+    throw InputError(
+        fmt::format("{}: {} bytes, not a torch.save archive (a zip)", path, source_->size()));
   } else {
     locations_ = locate_safetensors(*source_, metadata_);
   }
   for (const auto& t : locations_)
-    index_.push_back(
-        {t.name, torch::empty(t.sizes, torch::TensorOptions().dtype(t.dtype).device(torch::kMeta))});
+    index_.push_back({t.name, torch::empty(t.sizes, torch::TensorOptions().dtype(t.dtype).device(
+                                                        torch::kMeta))});
 }
 
 torch::Tensor WeightReader::read(size_t i) const {

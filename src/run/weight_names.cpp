@@ -227,8 +227,8 @@ void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& in
     }
     const torch::Tensor& t = index[it->second].tensor;
     if (!t.is_floating_point() && slot.target.is_floating_point()) {
-      problems.push_back(fmt::format("{} is {}, not floating point", slot.name,
-                                     c10::toString(t.scalar_type())));
+      problems.push_back(
+          fmt::format("{} is {}, not floating point", slot.name, c10::toString(t.scalar_type())));
     } else if (t.sizes() != slot.target.sizes()) {
       problems.push_back(fmt::format("{} is {} in the file but {} in the model", slot.name,
                                      shape_text(t), shape_text(slot.target)));
@@ -246,7 +246,8 @@ void load_named_weights(TransformerLM& model, const std::vector<NamedTensor>& in
   std::map<std::string, std::string> first_name;  // model tensor -> the file name loaded into it
   for (const auto& slot : slots) {
     // Read only now, one tensor at a time, every name and shape having matched.
-    const auto value = read(given.at(slot.name)).to(slot.target.device(), slot.target.scalar_type());
+    const auto value =
+        read(given.at(slot.name)).to(slot.target.device(), slot.target.scalar_type());
     if (slot.derived) {
       if (!torch::allclose(value, slot.target, 1e-6, 0.0))
         throw InputError(

@@ -12,11 +12,11 @@ namespace txl {
 
 namespace {
 
-constexpr uint32_t kEndSignature = 0x06054b50;        // end of central directory
-constexpr uint32_t kEnd64Signature = 0x06064b50;      // Zip64 end of central directory
-constexpr uint32_t kEnd64Locator = 0x07064b50;        // Zip64 end of central directory locator
-constexpr uint32_t kCentralSignature = 0x02014b50;    // central directory file header
-constexpr uint32_t kLocalSignature = 0x04034b50;      // local file header
+constexpr uint32_t kEndSignature = 0x06054b50;      // end of central directory
+constexpr uint32_t kEnd64Signature = 0x06064b50;    // Zip64 end of central directory
+constexpr uint32_t kEnd64Locator = 0x07064b50;      // Zip64 end of central directory locator
+constexpr uint32_t kCentralSignature = 0x02014b50;  // central directory file header
+constexpr uint32_t kLocalSignature = 0x04034b50;    // local file header
 constexpr uint64_t kEndBytes = 22, kLocatorBytes = 20, kEnd64Bytes = 56;
 constexpr uint64_t kCentralBytes = 46, kLocalBytes = 30;
 // A state dict of 10^5 tensors is 10^5 storages; past this an archive is not a state dict.
@@ -58,13 +58,15 @@ Directory find_directory(const ByteSource& a) {
     const std::string loc = a.read_string(end_at - kLocatorBytes, kLocatorBytes);
     if (le(loc, 0, 4) != kEnd64Locator) bad(a, "a Zip64 archive without its locator");
     const uint64_t at = le(loc, 8, 8);
-    if (at > a.size() || a.size() - at < kEnd64Bytes) bad(a, "the Zip64 end record is past the end");
+    if (at > a.size() || a.size() - at < kEnd64Bytes)
+      bad(a, "the Zip64 end record is past the end");
     const std::string rec = a.read_string(at, kEnd64Bytes);
     if (le(rec, 0, 4) != kEnd64Signature) bad(a, "no Zip64 end of central directory");
     d = {le(rec, 32, 8), le(rec, 48, 8), le(rec, 40, 8)};
   }
   if (d.entries > kMaxEntries)
-    bad(a, fmt::format("{} entries, past the {} a state dict's archive has", d.entries, kMaxEntries));
+    bad(a,
+        fmt::format("{} entries, past the {} a state dict's archive has", d.entries, kMaxEntries));
   if (d.at > a.size() || d.bytes > a.size() - d.at || d.at + d.bytes > end_at)
     bad(a, "the central directory runs past the end");
   return d;

@@ -76,8 +76,7 @@ std::string ByteSource::read_string(uint64_t at, uint64_t n) const {
   return out;
 }
 
-std::unique_ptr<ByteSource> open_file_source(const std::string& path,
-                                             const std::string& expected) {
+std::unique_ptr<ByteSource> open_file_source(const std::string& path, const std::string& expected) {
   const FileKind kind = file_kind(path);
   if (kind == FileKind::kMissing) throw InputError(path + ": no such file");
   check_not_special(path, expected);

@@ -4,7 +4,7 @@
 //    log-softmax), and sum to 1 over the vocabulary; tied and untied weights and projections,
 //    div_val 1 and 2, three clusters;
 //  - the input side equals each token's table row through its cluster's projection;
-//  - the model's want_logits log-probabilities give its nll; evaluation in row blocks equals one
+//  - the model's want_scores log-probabilities give its nll; evaluation in row blocks equals one
 //    pass; every cluster with targets gets gradients.
 #include "txl/model/adaptive_softmax.h"
 
@@ -221,13 +221,13 @@ TEST(AdaptiveModel, LogitsAreLogProbabilitiesThatGiveTheNll) {
     const auto tokens = torch::randint(kVocab, {2, 7}, torch::kLong);
     ForwardOptions opts;
     opts.targets = torch::randint(kVocab, {2, 7}, torch::kLong);
-    opts.want_logits = true;
+    opts.want_scores = true;
     const auto out = model->forward(tokens, {}, opts);
-    ASSERT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 7, kVocab}));
-    EXPECT_LT(max_abs_diff(out.logits.exp().sum(-1), torch::ones({2, 7})), 1e-5);
-    const auto picked = out.logits.gather(2, opts.targets.unsqueeze(2)).squeeze(2);  // [2, 7]
+    ASSERT_EQ(out.scores.sizes(), (std::vector<int64_t>{2, 7, kVocab}));
+    EXPECT_LT(max_abs_diff(out.scores.exp().sum(-1), torch::ones({2, 7})), 1e-5);
+    const auto picked = out.scores.gather(2, opts.targets.unsqueeze(2)).squeeze(2);  // [2, 7]
     EXPECT_LT(max_abs_diff(out.nll, -picked), 1e-5) << "div_val " << div_val;
-    opts.want_logits = false;
+    opts.want_scores = false;
     EXPECT_LT(max_abs_diff(model->forward(tokens, {}, opts).nll, out.nll), 1e-6);
   }
 }

@@ -136,6 +136,19 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
                    4.0 * 2 * 3 * 64 * (128 + 2 * 4 * 32));
 }
 
+TEST(EvalMemory, AnAdaptiveRunsLogitsAreSizedByItsHead) {
+  // WikiText-2's 33,278 words at cutoffs 2,000/10,000: a row the NLL computes is the head's
+  // 2,002 scores and the widest tail's 23,278, not 33,278 (the full softmax's size over-stated
+  // an adaptive run's logits).
+  ModelConfig m = demo_model();
+  auto r = request("nonoverlap", 512);
+  // One block of 512 rows (under the 64 MB budget at 25,280 floats a row), twice (scores and
+  // log-probabilities), and the NLL of every row.
+  m.adaptive = AdaptiveConfig{{2000, 10000}, 1, {true, true, true}};
+  EXPECT_DOUBLE_EQ(estimate_eval_footprint(m, 33278, r, 512).output_bytes,
+                   4.0 * (2 * 512 * (2002 + 23278) + 512));
+}
+
 TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
   const ModelConfig m = demo_model();
   auto r = request("nonoverlap", 65536);

@@ -48,7 +48,7 @@ std::vector<double> piece_nll(TransformerLM& model, const std::vector<int32_t>& 
   torch::NoGradGuard no_grad;
   std::vector<int64_t> in(ids.begin() + start, ids.begin() + start + len);
   auto logits =
-      model->forward(torch::tensor(in, torch::kLong).unsqueeze(0), {}, {}).logits[0];  // [len, V]
+      model->forward(torch::tensor(in, torch::kLong).unsqueeze(0), {}, {}).scores[0];  // [len, V]
   auto logp = torch::log_softmax(logits.to(torch::kFloat64), -1);
   std::vector<double> out;
   for (int64_t i = 0; i < len; ++i) out.push_back(-logp[i][ids[start + i + 1]].item<double>());

@@ -222,10 +222,10 @@ TEST_P(FusedModel, EvaluationInQueryBlocksEqualsTheOperatorPath) {
   const auto tokens = torch::randint(11, {2, 13}, torch::kLong);
   ForwardOptions opts;
   opts.query_block = 4;
-  const auto fused = model->forward(tokens, {}, opts).logits;
+  const auto fused = model->forward(tokens, {}, opts).scores;
   OperatorPath off;
   opts.query_block = -1;
-  EXPECT_LT(max_abs_diff(fused, model->forward(tokens, {}, opts).logits), 1e-5);
+  EXPECT_LT(max_abs_diff(fused, model->forward(tokens, {}, opts).scores), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, FusedModel, ::testing::ValuesIn(testing::all_encodings()),

@@ -42,7 +42,7 @@ Memory first_segment_memory(TransformerLM& model, int64_t len) {
 
 torch::Tensor logits_of(TransformerLM& model, const torch::Tensor& tokens, const Memory& mem = {}) {
   ForwardOptions opts;
-  return model->forward(tokens, mem, opts).logits;  // [B, Q, V]
+  return model->forward(tokens, mem, opts).scores;  // [B, Q, V]
 }
 
 // (encoding, model.adaptive)
@@ -127,9 +127,9 @@ TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
     keep.keep_memory = mem_len;
     auto first = model->forward(tokens.narrow(1, 0, len_a), {}, keep);
     auto second = model->forward(tokens.narrow(1, len_a, len_b), first.memory, keep);
-    EXPECT_LT(max_abs_diff(second.logits, full.narrow(1, len_a, len_b)), 1e-5)
+    EXPECT_LT(max_abs_diff(second.scores, full.narrow(1, len_a, len_b)), 1e-5)
         << "mem_len=" << mem_len;
-    EXPECT_LT(max_abs_diff(first.logits, full.narrow(1, 0, len_a)), 1e-5);
+    EXPECT_LT(max_abs_diff(first.scores, full.narrow(1, 0, len_a)), 1e-5);
   }
   // Three segments with memory exactly covering the past: still equal to one pass.
   ForwardOptions keep;
@@ -137,7 +137,7 @@ TEST_P(MemoryEquivalence, SegmentsEqualOnePass) {
   auto s1 = model->forward(tokens.narrow(1, 0, 4), {}, keep);
   auto s2 = model->forward(tokens.narrow(1, 4, 4), s1.memory, keep);
   auto s3 = model->forward(tokens.narrow(1, 8, 3), s2.memory, keep);
-  EXPECT_LT(max_abs_diff(s3.logits, full.narrow(1, 8, 3)), 1e-5);
+  EXPECT_LT(max_abs_diff(s3.scores, full.narrow(1, 8, 3)), 1e-5);
 }
 
 std::string memory_case_name(
@@ -235,9 +235,9 @@ TEST(Loss, NllEqualsCrossEntropyOfLogits) {
   auto targets = torch::randint(kVocab, {2, 6}, torch::kLong);
   ForwardOptions opts;
   opts.targets = targets;
-  opts.want_logits = true;
+  opts.want_scores = true;
   auto out = model->forward(tokens, {}, opts);
-  auto logp = torch::log_softmax(out.logits.to(torch::kFloat64), -1);
+  auto logp = torch::log_softmax(out.scores.to(torch::kFloat64), -1);
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t t = 0; t < 6; ++t)
       EXPECT_NEAR(out.nll[b][t].item<double>(),
@@ -257,12 +257,12 @@ TEST(Loss, OutputBiasInTheLossGivesTheLossAndGradientsOfTheLogits) {
   auto targets = torch::randint(kVocab, {2, 6}, torch::kLong);
   auto weights = torch::rand({2, 6});
   const auto named = model->named_parameters();
-  const auto run = [&](bool want_logits) {
+  const auto run = [&](bool want_scores) {
     ForwardOptions opts;
     opts.targets = targets;
-    opts.want_logits = want_logits;
+    opts.want_scores = want_scores;
     auto out = model->forward(tokens, {}, opts);
-    EXPECT_EQ(out.logits.defined(), want_logits);
+    EXPECT_EQ(out.scores.defined(), want_scores);
     auto grads = torch::autograd::grad({(out.nll * weights).sum()}, named.values());
     grads.push_back(out.nll.detach());
     return grads;
@@ -294,11 +294,11 @@ TEST_P(QueryBlocks, EqualOnePassOverAllQueries) {
   whole.aid_length = 13;
   whole.train_len = 8;
   if (GetParam() == PosEncoding::kRope) whole.aid = ExtrapolationAid::kDynamicYarn;
-  const auto expected = model->forward(tokens, mem, whole).logits;
+  const auto expected = model->forward(tokens, mem, whole).scores;
   for (const int64_t block : {1, 4, 5, 13}) {
     ForwardOptions blocked = whole;
     blocked.query_block = block;
-    const auto got = model->forward(tokens, mem, blocked).logits;
+    const auto got = model->forward(tokens, mem, blocked).scores;
     EXPECT_LT(max_abs_diff(got, expected), 1e-5) << "block " << block;
   }
   // Training (gradients on) never blocks: the same graph as always.
@@ -316,7 +316,7 @@ TEST_P(QueryBlocks, OutputBlocksGiveTheSameNll) {
   whole.targets = torch::randint(kVocab, {2, 11}, torch::kLong);
   whole.query_block = -1;
   const auto expected = model->forward(tokens, mem, whole);
-  ASSERT_FALSE(expected.logits.defined());
+  ASSERT_FALSE(expected.scores.defined());
   for (const int64_t block : {1, 3, 7, 22}) {
     ForwardOptions blocked = whole;
     blocked.query_block = block;
@@ -348,7 +348,7 @@ TEST_P(ScoreFrom, EqualsTheTailOfAFullPass) {
     auto tokens = torch::randint(kVocab, {2, len}, torch::kLong);
     ForwardOptions whole;
     whole.targets = torch::randint(kVocab, {2, len}, torch::kLong);
-    whole.want_logits = true;
+    whole.want_scores = true;
     whole.aid_length = len;
     whole.train_len = 8;
     whole.keep_memory = 4;
@@ -364,7 +364,7 @@ TEST_P(ScoreFrom, EqualsTheTailOfAFullPass) {
         const auto where = ::testing::Message() << "pre_norm " << pre_norm << " score_from " << from
                                                 << " block " << block;
         EXPECT_LT(max_abs_diff(got.nll, expected.nll.narrow(1, from, len - from)), 1e-5) << where;
-        EXPECT_LT(max_abs_diff(got.logits, expected.logits.narrow(1, from, len - from)), 1e-5)
+        EXPECT_LT(max_abs_diff(got.scores, expected.scores.narrow(1, from, len - from)), 1e-5)
             << where;
         // The memory is the layers' inputs, which the tail pass computes in full.
         for (size_t l = 0; l < got.memory.layers.size(); ++l)
@@ -430,7 +430,7 @@ TEST(QueryBlocks, OutputBlocksOnlyWithoutGradientsOrLogits) {
     // L = 65536 rows x 10k words = 2.6 GB at once; blocks of 64 MiB / 40 kB = 1677 rows.
     EXPECT_EQ(output_row_block(65536, 10000, o), (int64_t{64} << 20) / 40000);
     ForwardOptions logits = o;
-    logits.want_logits = true;
+    logits.want_scores = true;
     EXPECT_EQ(output_row_block(65536, 10000, logits), 65536);
     ForwardOptions off = o;
     off.query_block = -1;

@@ -76,9 +76,9 @@ TEST_P(SameLength, AWindowThatHidesNothingChangesNothing) {
   auto first = torch::randint(kVocab, {2, 5}, torch::kLong);
   const auto mem = run(m, first, {}, 0, 5).memory;
   auto tokens = torch::randint(kVocab, {2, 6}, torch::kLong);
-  const auto plain = run(m, tokens, mem, 0).logits;
-  EXPECT_LT(max_abs_diff(run(m, tokens, mem, 11).logits, plain), 1e-6);  // K = 11
-  EXPECT_GT(max_abs_diff(run(m, tokens, mem, 10).logits, plain), 1e-5);  // one key hidden
+  const auto plain = run(m, tokens, mem, 0).scores;
+  EXPECT_LT(max_abs_diff(run(m, tokens, mem, 11).scores, plain), 1e-6);  // K = 11
+  EXPECT_GT(max_abs_diff(run(m, tokens, mem, 10).scores, plain), 1e-5);  // one key hidden
 }
 
 // Memory rows older than the first query's window are older than every query's window, in
@@ -90,7 +90,7 @@ TEST_P(SameLength, KeysOutsideTheWindowAreNotRead) {
   const auto first = torch::randint(kVocab, {2, mem_len}, torch::kLong);
   const Memory mem = run(m, first, {}, 0, mem_len).memory;
   const auto tokens = torch::randint(kVocab, {2, q}, torch::kLong);
-  const auto base = run(m, tokens, mem, window).logits;
+  const auto base = run(m, tokens, mem, window).scores;
   const auto changed = [&](int64_t row) {
     Memory altered;
     for (const auto& layer : mem.layers) {
@@ -98,7 +98,7 @@ TEST_P(SameLength, KeysOutsideTheWindowAreNotRead) {
       l.narrow(1, row, 1).normal_();
       altered.layers.push_back(l);
     }
-    return run(m, tokens, altered, window).logits;
+    return run(m, tokens, altered, window).scores;
   };
   const int64_t oldest_seen = mem_len - window + 1;  // M + 0 - window + 1
   for (int64_t row = 0; row < oldest_seen; ++row)
@@ -113,12 +113,12 @@ TEST_P(SameLength, SegmentsWithMemoryEqualOneWindowedPass) {
   torch::NoGradGuard no_grad;
   const int64_t window = 5;
   const auto tokens = torch::randint(kVocab, {2, 14}, torch::kLong);
-  const auto whole = run(m, tokens, {}, window).logits;  // [B, 14, V]
+  const auto whole = run(m, tokens, {}, window).scores;  // [B, 14, V]
   Memory mem;
   for (int64_t start = 0; start < 14; start += 4) {
     const int64_t len = std::min<int64_t>(4, 14 - start);
     auto out = run(m, tokens.narrow(1, start, len), mem, window, window);
-    EXPECT_LT(max_abs_diff(out.logits, whole.narrow(1, start, len)), 1e-5) << "at " << start;
+    EXPECT_LT(max_abs_diff(out.scores, whole.narrow(1, start, len)), 1e-5) << "at " << start;
     mem = out.memory;
   }
 }
@@ -129,9 +129,9 @@ TEST_P(SameLength, QueryBlocksEqualOnePass) {
   const auto first = torch::randint(kVocab, {2, 6}, torch::kLong);
   const Memory mem = run(m, first, {}, 0, 6).memory;
   const auto tokens = torch::randint(kVocab, {2, 9}, torch::kLong);
-  const auto expected = run(m, tokens, mem, 7, 0, -1).logits;
+  const auto expected = run(m, tokens, mem, 7, 0, -1).scores;
   for (const int64_t block : {1, 2, 4})
-    EXPECT_LT(max_abs_diff(run(m, tokens, mem, 7, 0, block).logits, expected), 1e-5) << block;
+    EXPECT_LT(max_abs_diff(run(m, tokens, mem, 7, 0, block).scores, expected), 1e-5) << block;
 }
 
 // The memory protocol with same_length scores each token as one windowed pass over the

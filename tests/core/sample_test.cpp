@@ -24,7 +24,7 @@ TransformerLM make_model(PosEncoding encoding) {
 
 torch::Tensor full_logits(TransformerLM& model, const std::vector<int64_t>& ids) {
   torch::NoGradGuard no_grad;
-  return model->forward(torch::tensor(ids, torch::kLong).unsqueeze(0), {}, {}).logits[0];  // [n, V]
+  return model->forward(torch::tensor(ids, torch::kLong).unsqueeze(0), {}, {}).scores[0];  // [n, V]
 }
 
 TEST(Sampling, MemoryFeederEqualsOneFullContextPassAtEveryStep) {

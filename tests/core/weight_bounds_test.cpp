@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "cli_harness.h"
 #include "tiny_runs.h"
@@ -107,9 +107,8 @@ size_t central_entry(const std::string& zip, int k) {
 }
 
 TEST(WeightBounds, CompressedOrRepeatedZipEntriesAreRefusedBeforeTheyAreRead) {
-  const std::string good =
-      archive(dict_pickle({{"a", tensor_view("0", 2, 0, {2}, {1})}}),
-              {{"data/0", std::string(8, 0)}, {"data/1", std::string(8, 0)}});
+  const std::string good = archive(dict_pickle({{"a", tensor_view("0", 2, 0, {2}, {1})}}),
+                                   {{"data/0", std::string(8, 0)}, {"data/1", std::string(8, 0)}});
   EXPECT_EQ(parse_weight_file(good, "w.pt").tensors.size(), 1u);
   std::string deflated = good;  // the method of entry 1 (data/0) says "deflate"
   deflated[central_entry(deflated, 1) + 10] = 8;
@@ -197,9 +196,15 @@ class WeightImport : public ::testing::Test {
   }
   std::vector<std::string> import_args(const std::string& weights, const std::string& run,
                                        const std::string& config = "") const {
-    return {"import",   "--weights", weights, "--vocab",   dir_ + "/m.vocab.txt",
-            "--config", config.empty() ? dir_ + "/m.config.json" : config,
-            "--run-dir", run};
+    return {"import",
+            "--weights",
+            weights,
+            "--vocab",
+            dir_ + "/m.vocab.txt",
+            "--config",
+            config.empty() ? dir_ + "/m.config.json" : config,
+            "--run-dir",
+            run};
   }
   std::string dir_;
 };
@@ -254,8 +259,8 @@ TEST_F(WeightImport, MemoryIsCheckedBeforeTheModelIsBuilt) {
   const std::string big = dir_ + "/big.config.json";
   write_text(big, config.dump());
   const std::string run = dir_ + "/big";
-  const auto r = run_txl(import_args(dir_ + "/m.safetensors", run, big),
-                         {"TXL_MEMORY_LIMIT_MB=2000"});
+  const auto r =
+      run_txl(import_args(dir_ + "/m.safetensors", run, big), {"TXL_MEMORY_LIMIT_MB=2000"});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("importing it needs about"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(run));
@@ -265,9 +270,10 @@ TEST_F(WeightImport, ShapesAreComparedBeforeAnyTensorIsRead) {
   // The model's embedding as a zero-stride [30000, 30000] view of one value: refused by its
   // shape, never materialised (it allocated 3.7 GB, then exited 1).
   const std::string path = dir_ + "/wide.pt";
-  write_text(path, archive(dict_pickle({{"embedding.weight",
-                                          tensor_view("0", 1, 0, {30000, 30000}, {0, 0})}}),
-                           {{"data/0", std::string(4, 0)}}));
+  write_text(
+      path,
+      archive(dict_pickle({{"embedding.weight", tensor_view("0", 1, 0, {30000, 30000}, {0, 0})}}),
+              {{"data/0", std::string(4, 0)}}));
   const std::string run = dir_ + "/wide";
   const auto r = run_txl(import_args(path, run));
   EXPECT_EQ(r.code, 2) << r.err;

@@ -17,6 +17,10 @@ double parameter_count(const ModelConfig& config, int64_t vocab_size);
 // second untied) for the full softmax; with model.adaptive the shapes adaptive_softmax.h lists.
 double input_output_parameters(const ModelConfig& config, int64_t vocab_size);
 
+// Floats of one row's scores while the NLL is computed: V for the full softmax, the head and
+// the widest tail for adaptive softmax (OutputHead::row_width of the built model).
+int64_t output_row_width(const ModelConfig& config, int64_t vocab_size);
+
 // Floats of the output layer's logits for `tokens` rows. Full softmax: [tokens, V]. Adaptive:
 // the head [tokens, c_1 + n] for every row plus each tail's [N_i, n_i] for the N_i rows whose
 // target lies in it; without the corpus' counts, sum_i N_i n_i is bounded by tokens * max_i n_i

@@ -12,6 +12,7 @@
 #include "txl/model/adaptive_softmax.h"
 #include "txl/model/block.h"
 #include "txl/model/memory.h"
+#include "txl/model/output_head.h"
 
 namespace txl {
 
@@ -25,9 +26,9 @@ struct ForwardOptions {
   ExtrapolationAid aid = ExtrapolationAid::kNone;  // evaluation aid (config/encodings.h)
   double aid_factor = 0.0;                         // s; 0 = derived from aid_length and train_len
   int64_t aid_length = 0;                          // the evaluated length s derives from
-  int64_t train_len = 0;  // keys per training segment (tgt_len + mem_len of the run)
-  bool want_logits = false;
-  // Positions before score_from are context only (0 <= score_from < Q): `nll` and `logits`
+  int64_t train_len = 0;     // keys per training segment (tgt_len + mem_len of the run)
+  bool want_scores = false;  // LMOutput::scores even with targets
+  // Positions before score_from are context only (0 <= score_from < Q): `nll` and `scores`
   // cover positions score_from..Q-1, and the last layer computes its output only for those
   // queries, the positions before them attending as its memory. The same numbers as the tail
   // of a full pass, without the work whose results a caller would drop (sliding windows
@@ -44,20 +45,21 @@ struct ForwardOptions {
   AttentionObserver* observer = nullptr;
 };
 
-// Without gradients, with targets and without want_logits, the output layer and the NLL run
+// Without gradients, with targets and without want_scores, the output layer and the NLL run
 // in blocks of rows so that the [B, Q, V] logits never exist at once (a 33k-word vocabulary
 // at L = 65536 would need 8.7 GB): blocks of query_block rows when it is > 0, otherwise of
 // kLogitBudgetBytes of float32 logits; query_block < 0 or gradients: one pass.
 inline constexpr int64_t kLogitBudgetBytes = int64_t{64} << 20;
-int64_t output_row_block(int64_t rows, int64_t vocab_size, const ForwardOptions& options);
+// `row_width`: the floats one row's scores take (OutputHead::row_width).
+int64_t output_row_block(int64_t rows, int64_t row_width, const ForwardOptions& options);
 
 // S = Q - score_from scored positions (S = Q by default).
-// With model.adaptive, `logits` are the log-probabilities of every word (built in blocks of
-// rows; a softmax of them is the model's distribution, as of logits).
 struct LMOutput {
   torch::Tensor nll;     // [B, S] float32 per-token negative log-likelihood (with targets)
-  torch::Tensor logits;  // [B, S, V] (want_logits or no targets)
-  Memory memory;         // for the next segment (empty when keep_memory == 0)
+  torch::Tensor scores;  // [B, S, V] (want_scores or no targets); a softmax of them is the
+                         // model's distribution: logits, or adaptive's log-probabilities
+  ScoreKind score_kind = ScoreKind::kLogits;
+  Memory memory;  // for the next segment (empty when keep_memory == 0)
 };
 
 class TransformerLMImpl : public torch::nn::Module {
@@ -74,6 +76,7 @@ class TransformerLMImpl : public torch::nn::Module {
   // Where the weights are (module->to(device) moves them); inputs must be there too.
   torch::Device device() const { return output_bias.device(); }
 
+  // The modules behind the two seams (output_head.h), under the names checkpoints carry.
   torch::nn::Embedding embedding{nullptr};      // without model.adaptive
   AdaptiveInput adaptive_input{nullptr};        // with model.adaptive (adaptive_softmax.h)
   AdaptiveSoftmax adaptive_softmax{nullptr};    // with model.adaptive
@@ -91,12 +94,16 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor run_blocks(torch::Tensor h, const Memory& memory, PositionContext& pos,
                            const ForwardOptions& options, std::vector<torch::Tensor>& layer_inputs,
                            std::vector<torch::Tensor>& segment_kv);
-  // The adaptive softmax's nll (blocked as output_row_block says) and log-probabilities.
-  void adaptive_output(const torch::Tensor& h, const torch::Tensor& targets,
-                       const ForwardOptions& options, LMOutput& result);
+  // The encoding's view of this pass: clamp, aid, windows, the lengths its scale derives from.
+  PositionContext position_context(const ForwardOptions& options, int64_t mem_len,
+                                   int64_t q_len) const;
+  void check_inputs(const torch::Tensor& tokens, const Memory& memory,
+                    const ForwardOptions& options) const;
 
   ModelConfig config_;
   int64_t vocab_size_;
+  std::unique_ptr<InputEmbedding> input_;  // over embedding or adaptive_input
+  std::unique_ptr<OutputHead> head_;       // over output/embedding or adaptive_softmax
 };
 TORCH_MODULE(TransformerLM);
 

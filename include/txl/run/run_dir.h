@@ -69,7 +69,8 @@ void remove_run(const std::string& dir, bool keep_dir = false);
 
 // An exclusive advisory lock (flock) on the run directory, held while a process trains in it,
 // so a second `txl train` (or `--resume`, or a `txl import` into it) on the same directory is
-// refused instead of both writing the same files. The kernel drops it when the process dies, even by kill -9.
+// refused instead of both writing the same files. The kernel drops it when the process dies, even
+// by kill -9.
 class RunLock {
  public:
   explicit RunLock(const std::string& dir);  // InputError when another process holds it
