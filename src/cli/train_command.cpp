@@ -110,6 +110,8 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
   int64_t vocab = 0;
   std::optional<Corpus> corpus;
   TokenCacheWrites discarded;  // never committed: a dry run writes nothing
+  CorpusReadNeed read;
+  const double held_before_read = current_rss_mb() * 1024.0 * 1024.0;
   if (dry.vocab_size) {
     if (*dry.vocab_size < 2 || *dry.vocab_size > kMaxDryRunVocab) {
       throw InputError("--vocab-size " + std::to_string(*dry.vocab_size) +
@@ -123,7 +125,7 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
                vocab, config.data.dir);
   } else {
     try {
-      check_corpus_dir(config.data);
+      read = corpus_read_need(check_corpus_dir(config.data, available_ram_bytes()));
     } catch (const InputError& e) {
       throw InputError(std::string(e.what()) +
                        " (or give --vocab-size V to size the model without the corpus)");
@@ -132,8 +134,11 @@ int run_dry_run(const TrainRequest& request, const DryRunOptions& dry) {
     vocab = static_cast<int64_t>(corpus->vocab.size());
     check_segments_fit_streams(static_cast<int64_t>(corpus->train.size()), config.train);
   }
-  const DryRun run =
-      dry_run(config, vocab, process_ram_limit_bytes(), corpus ? &corpus->train : nullptr);
+  DryRun run = dry_run(config, vocab, process_ram_limit_bytes(), corpus ? &corpus->train : nullptr);
+  if (corpus) {
+    run.read_peak_bytes = held_before_read + read.bytes;
+    run.read_peak = read.peak;
+  }
   fmt::print("{}", format_dry_run(run, config));
   return 0;
 }

@@ -19,6 +19,7 @@
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -140,18 +141,82 @@ std::string split_path(const std::string& dir, const std::string& split) {
   return dir + "/" + split + ".txt";
 }
 
-void check_corpus_dir(const DataConfig& config) {
+void check_corpus_dir(const DataConfig& config) { check_corpus_dir(config, 0.0); }
+
+namespace {
+
+constexpr double kIdBytes = sizeof(int32_t);
+
+// format_bytes, with kB below a megabyte (a tiny corpus' split is not "0 MB").
+std::string read_size(double bytes) {
+  return bytes < 1e6 ? fmt::format("{:.0f} kB", bytes / 1e3) : format_bytes(bytes);
+}
+
+[[noreturn]] void refuse_read(const std::string& path, const std::string& need,
+                              double available_bytes) {
+  throw InputError(fmt::format(
+      "{}: {}, but only {} of memory is available to this process; use a smaller corpus (or a "
+      "part of it), or a machine or TXL_MEMORY_LIMIT_MB with more memory",
+      path, need, read_size(available_bytes)));
+}
+
+}  // namespace
+
+CorpusReadNeed corpus_read_need(const std::vector<SplitSize>& splits) {
+  CorpusReadNeed need;
+  double kept = 0;  // the ids of the splits read before
+  for (const SplitSize& split : splits) {
+    const double ids = kIdBytes * static_cast<double>(split.tokens);
+    // The text, the chunks' ids and the joined ids (tokenize_text.h).
+    const double peak = kept + static_cast<double>(split.bytes) + 2 * ids;
+    if (peak > need.bytes) {
+      need.bytes = peak;
+      need.peak = split.path;
+      need.parts = fmt::format("{} of text and {} for the ids of its {} tokens, made twice",
+                               read_size(static_cast<double>(split.bytes)), read_size(2 * ids),
+                               split.tokens);
+      if (kept > 0) need.parts += fmt::format(", beside {} of the splits before", read_size(kept));
+    }
+    kept += ids;
+  }
+  return need;
+}
+
+std::vector<SplitSize> check_corpus_dir(const DataConfig& config, double available_bytes) {
   if (tokenizer_def(config.tokenizer).subword && !subword_available()) {
     throw InputError("data.tokenizer: " + to_string(config.tokenizer) +
                      " needs sentencepiece, but " + subword_problem() +
                      " (build txl with libsentencepiece-dev installed)");
   }
   check_dir(config.dir);
+  std::vector<SplitSize> sizes;
   for (const char* split : kSplits) {
     const std::string path = split_path(config.dir, split);
+    struct stat st {};
+    // The text is the first allocation: refused before it is made.
+    if (available_bytes > 0 && ::stat(path.c_str(), &st) == 0 &&
+        static_cast<double>(st.st_size) > available_bytes) {
+      refuse_read(path,
+                  fmt::format("reading its {} of text needs as much memory",
+                              read_size(static_cast<double>(st.st_size))),
+                  available_bytes);
+    }
     const std::string text = read_split(config.dir, split);
-    check_token_count(count_tokens(text, config.tokenizer, path), path, config.tokenizer);
+    SplitSize size{path, static_cast<int64_t>(text.size()),
+                   count_tokens(text, config.tokenizer, path)};
+    check_token_count(size.tokens, path, config.tokenizer);
+    // Subword pieces are not counted here: at most one a byte, and one a line.
+    if (tokenizer_def(config.tokenizer).subword) size.tokens = size.bytes + 1;
+    sizes.push_back(size);
   }
+  const CorpusReadNeed need = corpus_read_need(sizes);
+  if (available_bytes > 0 && need.bytes > available_bytes) {
+    refuse_read(need.peak,
+                fmt::format("reading and tokenizing the corpus needs about {} at its peak ({})",
+                            read_size(need.bytes), need.parts),
+                available_bytes);
+  }
+  return sizes;
 }
 
 Corpus load_corpus(const DataConfig& config, TokenCacheWrites* writes) {

@@ -54,7 +54,8 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
   const std::string data_key = config_to_json(cell.config)["data"].dump();
   auto it = corpora.find(data_key);
   if (it == corpora.end()) {
-    check_corpus_dir(cell.config.data);
+    // Every cell training at once reads its corpus in its own process.
+    check_corpus_dir(cell.config.data, available_ram_bytes() / static_cast<double>(jobs));
     Corpus corpus = load_corpus(cell.config.data);
     CorpusFacts facts;
     facts.eval_ids = split_ids(corpus, spec.eval.split);

@@ -46,6 +46,10 @@ std::string format_dry_run(const DryRun& r, const Config& c) {
                                   measured_steps(e.measured_streams))
                     : "  (activations from the formula: what backward certainly keeps, a lower "
                       "bound; nothing was measured here)\n";
+  if (r.read_peak_bytes > 0) {
+    out += fmt::format("reading the corpus: {:.2f} GB at its peak, the process included ({})\n",
+                       r.read_peak_bytes / kGB, r.read_peak);
+  }
   if (r.limit_bytes <= 0) return out + "available here: unknown\n";
   out += fmt::format("available here: {:.2f} GB for the whole process: {}\n", r.limit_bytes / kGB,
                      r.fits() ? "fits" : "does NOT fit (txl train would refuse it)");

@@ -168,7 +168,7 @@ PreparedTraining prepare_follower(const TrainRequest& o) {
   p.options.init = request_init(o, p.config, p.options.run_dir);
   check_streams_per_rank(p.config, o.world_size);
   check_training_device(p.config, o.world_size);
-  check_corpus_dir(p.config.data);
+  check_corpus_dir(p.config.data, available_ram_bytes() / o.world_size);
   p.corpus = load_request_corpus(o, p.config, p.options.init.get(), &p.footprint);
   return p;
 }
@@ -196,7 +196,7 @@ void prepare_resume(const TrainRequest& o, PreparedTraining& p) {
   check_resume_world(state.world_size, o.world_size, paths);
   check_streams_per_rank(config, o.world_size);
   check_training_device(config, o.world_size);
-  check_corpus_dir(config.data);
+  check_corpus_dir(config.data, available_ram_bytes() / o.world_size);
   p.corpus = load_request_corpus(o, config, nullptr, &p.footprint);
   if (!o.check_only) remove_stale_temporaries(o.resume_dir);
   p.options.run_dir = o.resume_dir;
@@ -214,7 +214,7 @@ void prepare_new_run(const TrainRequest& o, PreparedTraining& p) {
   options.init = request_init(o, config, options.run_dir);
   check_streams_per_rank(config, o.world_size);
   check_training_device(config, o.world_size);
-  check_corpus_dir(config.data);
+  check_corpus_dir(config.data, available_ram_bytes() / o.world_size);
   TokenCacheWrites cache_writes;  // written once the run directory is made
   // Lock before --force clears anything, so a run in progress there is never touched.
   if (is_directory(options.run_dir)) p.lock = std::make_unique<RunLock>(options.run_dir);

@@ -41,14 +41,22 @@ Fixture tiny(const std::string& name, int steps = 2) {
 
 TEST(FootprintCli, ADryRunUnderALimitBelowWhatTheProcessHoldsDoesNotFit) {
   const Fixture f = tiny("footprint_dry_limit");
-  const auto r = run_txl({"train", "--config", f.config, "--dry-run"}, {kBelowLibTorch});
+  const auto r =
+      run_txl({"train", "--config", f.config, "--dry-run", "--vocab-size", "30"}, {kBelowLibTorch});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.out.find("does NOT fit"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(": fits"), std::string::npos) << r.out;
-  const auto train =
-      run_txl({"train", "--config", f.config, "--run-dir", f.dir + "/run"}, {kBelowLibTorch});
-  EXPECT_EQ(train.code, 2) << train.output;
-  EXPECT_NE(train.err.find("of memory is available"), std::string::npos) << train.err;
+  // With the corpus, its read is refused first, naming the file.
+  for (const bool dry : {true, false}) {
+    std::vector<std::string> args = {"train", "--config", f.config};
+    args.push_back(dry ? "--dry-run" : "--run-dir");
+    if (!dry) args.push_back(f.dir + "/run");
+    const auto refused = run_txl(args, {kBelowLibTorch});
+    EXPECT_EQ(refused.code, 2) << refused.output;
+    EXPECT_NE(refused.err.find(f.corpus + "/train.txt: reading its"), std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("of memory is available"), std::string::npos) << refused.err;
+  }
   EXPECT_FALSE(fs::exists(f.dir + "/run"));
 }
 

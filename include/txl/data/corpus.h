@@ -23,6 +23,31 @@ std::string split_path(const std::string& dir, const std::string& split);
 // Used before a run directory is created.
 void check_corpus_dir(const DataConfig& config);
 
+// A split as check_corpus_dir found it: its file, its size on disk and its tokens.
+struct SplitSize {
+  std::string path;
+  int64_t bytes = 0;
+  int64_t tokens = 0;
+};
+
+// What reading and tokenizing the corpus (load_corpus) holds at its peak beyond what the
+// process held before: a split's text while its ids are made, the ids twice while the chunks
+// encoded on several threads are joined, and the ids of the splits read before it. `peak`
+// names the split being read at that moment.
+struct CorpusReadNeed {
+  double bytes = 0;
+  std::string peak;   // that split's file
+  std::string parts;  // "210 MB of text and 1.7 GB for the ids of its 210000000 tokens"
+};
+CorpusReadNeed corpus_read_need(const std::vector<SplitSize>& splits);
+
+// check_corpus_dir, with the memory its read and load_corpus's take checked against
+// `available_bytes` (what this process can still allocate; 0 = unknown: nothing refused):
+// a split whose text alone is larger is refused before it is read, and a corpus whose
+// load_corpus would pass it once its tokens are counted, before any id is made (InputError
+// naming the split's file and the figures). The splits' sizes, train first.
+std::vector<SplitSize> check_corpus_dir(const DataConfig& config, double available_bytes);
+
 struct Corpus {
   Vocab vocab;                 // built from train only
   std::vector<int32_t> train;  // token ids

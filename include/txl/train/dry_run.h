@@ -19,7 +19,14 @@ struct DryRun {
   TrainingFootprint estimate;
   FlopCount flops;
   double limit_bytes = 0;  // what the process may hold at its peak (0: unknown)
-  bool fits() const { return training_footprint_fits(estimate, limit_bytes); }
+  // The process at the peak of reading and tokenizing the corpus (corpus.h,
+  // corpus_read_need), and the split read then; 0 and "" when the corpus was not read.
+  double read_peak_bytes = 0;
+  std::string read_peak;
+  bool fits() const {
+    return training_footprint_fits(estimate, limit_bytes) &&
+           (limit_bytes <= 0 || read_peak_bytes <= limit_bytes);
+  }
 };
 
 // `train_tokens`: the corpus' training split when it was read (null with --vocab-size): the
