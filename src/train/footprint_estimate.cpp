@@ -1,10 +1,11 @@
+#include "txl/train/footprint_estimate.h"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <string>
 
 #include "txl/config/encodings.h"
-#include "txl/model/adaptive_softmax.h"
-#include "txl/train/footprint_estimate.h"
+#include "txl/model/model_size.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 
@@ -15,61 +16,11 @@ namespace {
 constexpr double kFp32Bytes = 4.0;
 constexpr double kBf16Bytes = 2.0;
 
-// One block: attention (qkv and output projections, LayerNorm, the encoding's own weights
-// from its traits) and the feed-forward (two biased linears, LayerNorm); mirrors block.cpp.
-double block_parameters(const ModelConfig& c) {
-  const double C = static_cast<double>(c.d_model), H = static_cast<double>(c.n_head),
-               D = static_cast<double>(c.d_head), F = static_cast<double>(c.d_inner);
-  const double hd = H * D;
-  const double attention =
-      C * 3 * hd + hd * C + 2 * C + encoding_traits(c.pos_encoding).layer_parameters(c);
-  const double feed_forward = C * F + F + F * C + C + 2 * C;
-  return attention + feed_forward;
-}
-
-// The embedding, the output layer's own weights and its bias: one [V, C] table (and a second
-// untied) for the full softmax; with model.adaptive the shapes adaptive_softmax.h lists.
-double input_output_parameters(const ModelConfig& c, int64_t vocab_size) {
-  const double C = static_cast<double>(c.d_model), V = static_cast<double>(vocab_size);
-  if (!c.adaptive) return (c.tie_weights ? 1 : 2) * V * C + V;
-  const ClusterLayout layout = cluster_layout(*c.adaptive, c.d_model, vocab_size);
-  const double n = static_cast<double>(layout.clusters() - 1);  // tail clusters
-  double tables = 0, projs = 0;
-  for (int64_t i = 0; i < layout.clusters(); ++i) {
-    const double d = static_cast<double>(layout.widths[i]);
-    tables += static_cast<double>(layout.size(i)) * d;
-    if (!layout.projected) continue;  // div_val 1: every cluster is d_model wide
-    // The input's projection, and the output's own where it is not tied to it.
-    projs += (c.adaptive->tie_projs[static_cast<size_t>(i)] ? 1 : 2) * C * d;
-  }
-  return (c.tie_weights ? 1 : 2) * tables + projs + n * C + n + V;
-}
-
-// Floats of the output layer's logits in one training step of B*Q tokens. Full softmax:
-// [B*Q, V]. Adaptive: the head [B*Q, c_1 + n] for every token plus each tail's [N_i, n_i] for
-// the N_i tokens whose target lies in it; without the corpus' counts, sum_i N_i n_i is bounded
-// by B*Q * max_i n_i (every token in the widest tail), so this term is an upper bound where
-// the rest of the estimate counts only what backward certainly keeps.
-double output_logit_floats(const ModelConfig& c, int64_t vocab_size, double tokens) {
-  if (!c.adaptive) return tokens * static_cast<double>(vocab_size);
-  const ClusterLayout layout = cluster_layout(*c.adaptive, c.d_model, vocab_size);
-  return tokens * static_cast<double>(layout.head_size() + layout.largest_tail());
-}
-
 }  // namespace
 
 double TrainingFootprint::total_bytes() const {
   return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + process_bytes +
          slack_bytes;
-}
-
-double parameter_count(const ModelConfig& c, int64_t vocab_size) {
-  const double C = static_cast<double>(c.d_model);
-  double n = input_output_parameters(c, vocab_size);
-  n += static_cast<double>(c.n_layer) * block_parameters(c);
-  n += encoding_traits(c.pos_encoding).model_parameters(c);
-  if (c.pre_norm) n += 2 * C;  // final LayerNorm
-  return n;
 }
 
 TrainingFootprint estimate_training_footprint(const Config& config, int64_t vocab_size,

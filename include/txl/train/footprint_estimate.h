@@ -6,6 +6,7 @@
 #include <string>
 
 #include "txl/config/config.h"
+#include "txl/model/model_size.h"
 
 namespace txl {
 
@@ -32,9 +33,6 @@ struct TrainingFootprint {
   bool adaptive = false;
   double total_bytes() const;
 };
-
-// The parameters of TransformerLM(config, vocab_size), counted from the shapes it builds.
-double parameter_count(const ModelConfig& config, int64_t vocab_size);
 
 // `segment_len`: the tokens per training segment (train.tgt_len once it fits the streams).
 TrainingFootprint estimate_training_footprint(const Config& config, int64_t vocab_size,
