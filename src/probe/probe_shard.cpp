@@ -74,6 +74,50 @@ nlohmann::json shard_piece(size_t group, int64_t first, int64_t end, nlohmann::j
   return {{"group", group}, {"first", first}, {"end", end}, {"records", std::move(records)}};
 }
 
+namespace {
+
+// The probes whose partials keep one record per pass of windows (sums over the pass); every
+// other probe keeps one record per window.
+bool records_per_pass(const std::string& probe) { return probe == "attention"; }
+
+// A piece's integer field; InputError naming the probe when it is missing or not an integer.
+int64_t piece_integer(const nlohmann::json& piece, const char* key, const std::string& probe) {
+  if (!piece.is_object() || !piece.contains(key) || !piece.at(key).is_number_integer())
+    throw InputError(
+        fmt::format("probe {}: a shard's piece has no whole number \"{}\"", probe, key));
+  return piece.at(key).get<int64_t>();
+}
+
+}  // namespace
+
+void check_partial_pieces(const nlohmann::json& partial, const std::string& probe) {
+  if (!partial.is_object() || !partial.contains("pieces") || !partial.at("pieces").is_array())
+    throw InputError(
+        fmt::format("probe {}: a shard's partial result has no list of pieces", probe));
+  const bool per_pass = records_per_pass(probe);
+  for (const auto& piece : partial.at("pieces")) {
+    const int64_t g = piece_integer(piece, "group", probe);
+    const int64_t first = piece_integer(piece, "first", probe);
+    const int64_t end = piece_integer(piece, "end", probe);
+    if (g < 0 || first < 0 || end <= first)
+      throw InputError(
+          fmt::format("probe {}: a piece of group {} has windows [{}, {})", probe, g, first, end));
+    // One record per window, or per pass (at least one, at most one per window): a piece
+    // whose records do not match its windows would be read past its end or short.
+    const int64_t windows = end - first;
+    const int64_t count = piece.contains("records") && piece.at("records").is_array()
+                              ? static_cast<int64_t>(piece.at("records").size())
+                              : -1;
+    if (per_pass ? (count < 1 || count > windows) : count != windows)
+      throw InputError(fmt::format(
+          "probe {}: the piece of group {} with windows [{}, {}) holds {} records where {} {} "
+          "expected",
+          probe, g, first, end, count < 0 ? "no list of" : std::to_string(count),
+          per_pass ? "1 to " + std::to_string(windows) : std::to_string(windows),
+          per_pass ? "(one per pass) are" : "(one per window) are"));
+  }
+}
+
 std::vector<std::vector<nlohmann::json>> gather_pieces(const std::vector<nlohmann::json>& partials,
                                                        const std::vector<int64_t>& group_windows,
                                                        const std::string& probe) {
@@ -81,11 +125,12 @@ std::vector<std::vector<nlohmann::json>> gather_pieces(const std::vector<nlohman
   std::vector<std::map<int64_t, std::pair<int64_t, const nlohmann::json*>>> pieces(
       group_windows.size());
   for (const auto& partial : partials) {
+    check_partial_pieces(partial, probe);
     for (const auto& piece : partial.at("pieces")) {
-      const auto g = piece.at("group").get<size_t>();
+      const auto g = piece.at("group").get<int64_t>();
       const auto first = piece.at("first").get<int64_t>(), end = piece.at("end").get<int64_t>();
-      if (g >= pieces.size() || first < 0 || end <= first || end > group_windows[g] ||
-          !pieces[g].emplace(first, std::make_pair(end, &piece.at("records"))).second)
+      if (g >= static_cast<int64_t>(pieces.size()) || end > group_windows[size_t(g)] ||
+          !pieces[size_t(g)].emplace(first, std::make_pair(end, &piece.at("records"))).second)
         throw InputError(
             fmt::format("probe {}: windows [{}, {}) of group {} are given twice or "
                         "do not belong to the probe",

@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -162,6 +163,37 @@ std::vector<const ShardFile*> in_shard_order(const std::vector<ShardFile>& files
   return order;
 }
 
+// The files' paths, "a, b, c": a merge's error names the files it read.
+std::string join_paths(const std::vector<ShardFile>& files) {
+  std::vector<std::string> paths;
+  for (const auto& f : files) paths.push_back(f.path);
+  return join(paths);
+}
+
+// The merged result must be one a probe can give: a value outside its quantity's range means
+// the shards' partials did not fit together, however they passed the checks before. No probe
+// quantity comes near 10^9 (nats per token, an accuracy, an entropy, a distance or a context
+// in tokens, which a probe's kProbeTokenCeiling of forwarded tokens bounds); an accuracy is in
+// [0, 1].
+void check_merged_range(const ProbeOutput& out, const std::vector<ShardFile>& files) {
+  const auto range_of = [](const ProbeMetric& m) {
+    if (m.series.find("accuracy") != std::string::npos) return std::make_pair(0.0, 1.0);
+    return std::make_pair(-kProbeTokenCeiling, kProbeTokenCeiling);
+  };
+  for (const auto& m : out.run.metrics) {
+    const auto [lo, hi] = range_of(m);
+    for (const double v :
+         {m.value, m.has_interval ? m.lo : m.value, m.has_interval ? m.hi : m.value}) {
+      if (std::isfinite(v) && v >= lo && v <= hi) continue;
+      throw InputError(fmt::format(
+          "--merge: probe {}'s merged {} at {} = {} is {}, outside [{}, {}]: the shard files ({}) "
+          "hold partial results that do not fit together; run the shards again",
+          out.name, m.series, m.x_name, shown_number(m.x), shown(v), shown_number(lo),
+          shown_number(hi), join_paths(files)));
+    }
+  }
+}
+
 }  // namespace
 
 MergedProbes merge_probe_shards(const std::vector<ShardFile>& files) {
@@ -175,16 +207,25 @@ MergedProbes merge_probe_shards(const std::vector<ShardFile>& files) {
     std::vector<nlohmann::json> partials;
     double seconds = 0;
     for (const auto* f : order) {
+      try {  // each file's counts alone first, so that the refusal names the file
+        check_partial_pieces(f->probes[p].partial, f->probes[p].name);
+      } catch (const InputError& e) {
+        throw InputError(f->path + ": " + e.what());
+      }
       partials.push_back(f->probes[p].partial);
       seconds += f->probes[p].seconds;
     }
     const auto& first = files.front().probes[p];
     try {
       merged.outputs.push_back(finish_probe(first.name, first.values, partials, seconds));
+    } catch (const InputError& e) {  // names the probe; the files are said here
+      throw InputError(std::string(e.what()) + " (merging " + join_paths(files) + ")");
     } catch (const nlohmann::json::exception& e) {
       throw InputError("--merge: the shards' partial results of probe " + first.name +
-                       " do not fit together: " + e.what());
+                       " do not fit together: " + e.what() + " (merging " + join_paths(files) +
+                       ")");
     }
+    check_merged_range(merged.outputs.back(), files);
   }
   return merged;
 }

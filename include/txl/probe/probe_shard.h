@@ -54,8 +54,14 @@ std::vector<std::pair<int64_t, int64_t>> shard_windows(const std::vector<WindowG
 // One piece of a partial: group `group`'s windows [first, end) and their records.
 nlohmann::json shard_piece(size_t group, int64_t first, int64_t end, nlohmann::json records);
 
+// InputError naming `probe` when `partial` (one shard's) is not a list of pieces whose
+// records match their windows: one record per window, or for a probe that keeps one per pass
+// of windows (attention), 1 to one per window.
+void check_partial_pieces(const nlohmann::json& partial, const std::string& probe);
+
 // Every group's records in window order, from the pieces of all partials: InputError naming
-// `probe` when a window of a group is in no piece or in two (a shard missing or given twice).
+// `probe` when a window of a group is in no piece or in two (a shard missing or given twice),
+// or a partial fails check_partial_pieces.
 std::vector<std::vector<nlohmann::json>> gather_pieces(const std::vector<nlohmann::json>& partials,
                                                        const std::vector<int64_t>& group_windows,
                                                        const std::string& probe);
