@@ -1,6 +1,7 @@
 #include "txl/util/env.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -89,9 +90,14 @@ std::optional<double> env_number(const char* name) {
   const EnvVariable& v = entry(name, {EnvKind::kNumber}, "env_number");
   const char* text = lookup(v);
   if (text == nullptr) return std::nullopt;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(value > 0)) refuse(v, text, "a number above 0");
+  // As strictly as env_int reads an integer: digits and a point only (no space, sign, hex,
+  // exponent, inf or nan, which strtod takes), a finite value above 0.
+  double value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, value, std::chars_format::fixed);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value) || !(value > 0)) {
+    refuse(v, text, "a number above 0");
+  }
   return value;
 }
 

@@ -123,7 +123,9 @@ TEST(EnvNumber, TakesANumberAboveZero) {
     const SetEnv set(name, "0.5");
     EXPECT_EQ(env_number(name), 0.5);
   }
-  for (const char* bad : {"0", "-1", "abc", "1x", "nan"}) {
+  // Issue 54: " 500", "0x10", "inf" and "1e400" were taken (strtod), where env_int refuses " 32".
+  for (const char* bad :
+       {"0", "-1", "abc", "1x", "nan", " 500", "500 ", "0x10", "inf", "1e400", "+5"}) {
     const SetEnv set(name, bad);
     EXPECT_TRUE(testing::contains(
         input_error([&] { env_number(name); }),
