@@ -61,7 +61,8 @@ std::vector<EnvVariable> txl_variables() {
       empty_is_set(integer("TXL_FUSED_ROW_BLOCK", kUser, 1, 1'000'000,
                            "query rows per block of the fused CPU attention; default 32")),
       value("TXL_MEMORY_LIMIT_MB", EnvKind::kNumber, kUser,
-            "memory txl plans within, in MiB, when lower than what the machine has"),
+            "the most the whole process may hold, in MiB (a container's size), when lower than "
+            "what the machine has"),
       // 86400: a day, far above any wait of a healthy run.
       integer("TXL_DIST_TIMEOUT_S", kUser, 1, 86'400,
               "seconds before data-parallel training gives up a rank; default 600"),
