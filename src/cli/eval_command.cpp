@@ -1,4 +1,5 @@
-// txl eval --run DIR [--split valid|test] [--lengths 64,128] [--method M] [--json FILE] ...
+// txl eval --run DIR [--split valid|test | --text FILE...] [--lengths 64,128] [--method M]
+//          [--json FILE] ...
 //          --run DIR --probes P --shard K/N --json FILE | --merge FILES [--json FILE]
 #include <spdlog/fmt/fmt.h>
 
@@ -20,7 +21,46 @@ struct EvalCommandOptions : EvalCliOptions {
   std::string run_dir;
   std::optional<std::string> shard;  // --shard K/N: the probes' shard K of N (eval_shards.h)
   std::vector<std::string> merge;    // --merge FILES: shard files to merge
+  std::vector<std::string> texts;    // --text FILE...: files to score instead of a split
 };
+
+// Above this share of <unk>, a perplexity says more about the vocabulary than the model.
+constexpr double kUnkWarning = 0.05;
+
+void check_text_options(const EvalCommandOptions& o) {
+  if (o.texts.empty()) return;
+  if (!o.split.empty())
+    throw InputError("--split " + o.split + " and --text both say what to score; give one");
+  if (o.probes || !o.probe_sets.empty())
+    throw InputError(
+        "--probes score a run's split; with --text they are not supported yet (leave --probes "
+        "and --probe-set out, or score the split)");
+  int stdin_count = 0;
+  for (const auto& t : o.texts) stdin_count += t == "-";
+  if (stdin_count > 1) throw InputError("--text - (standard input) can be given once");
+}
+
+void print_unknown_notes(const EvalReport& report, const EncodeStats& stats) {
+  if (report.documents.empty()) {
+    if (stats.unknown > 0) {
+      fmt::print(
+          "note: {} of {} tokens in {} are not in the run's vocabulary and were scored as "
+          "<unk>\n",
+          stats.unknown, stats.tokens, report.split);
+    }
+    return;
+  }
+  for (const auto& d : report.documents) {
+    const double rate = d.tokens > 0 ? double(d.unknown) / double(d.tokens) : 0.0;
+    if (rate > kUnkWarning) {
+      fmt::print(stderr,
+                 "warning: {}: {:.1f}% of its tokens ({} of {}) are not in the run's vocabulary "
+                 "and were scored as <unk>; a perplexity over so many <unk> says little about "
+                 "the model\n",
+                 d.file, 100 * rate, d.unknown, d.tokens);
+    }
+  }
+}
 
 // `given`: the option names on the command line (what --shard and --merge refuse).
 int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given) {
@@ -29,9 +69,11 @@ int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given)
     throw InputError(
         "txl eval needs --run DIR (the run to evaluate), or --merge FILES (probe "
         "shard files to merge)");
+  check_text_options(o);
   if (o.shard) return run_probe_shard(o, o.run_dir, *o.shard, given);
   // Every option before any work, so bad input writes nothing.
-  const EvalPlan plan = check_eval_options(o);
+  EvalPlan plan = check_eval_options(o);
+  plan.texts = o.texts;
   const ProbeRequest probe_request =
       check_probe_options(o, plan.settings.aid == ExtrapolationAid::kNone ? "" : "--aid " + o.aid);
   set_threads(o.threads);
@@ -40,11 +82,7 @@ int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given)
 
   fmt::print("{}", format_report_table(report));
   fmt::print("{}", format_probe_outputs(probes));
-  if (stats.unknown > 0) {
-    fmt::print(
-        "note: {} of {} tokens in {} are not in the run's vocabulary and were scored as <unk>\n",
-        stats.unknown, stats.tokens, report.split);
-  }
+  print_unknown_notes(report, stats);
   if (!o.json_path.empty()) {
     auto json = report_to_json(report);
     if (!probes.empty()) json["probes"] = probes_to_json(probes);
@@ -64,6 +102,9 @@ void setup_eval(CLI::App& app, int& exit_code) {
                    {"the run's", "the run's",
                     "Evaluate again even when RUN/eval-cache holds the result (and refresh it)",
                     "Also write the results as JSON to this file"});
+  cmd->add_option("--text", o->texts,
+                  "Score these files instead of a split (each on its own, and the total), read "
+                  "with the run's tokenizer; - is standard input");
   cmd->add_option("--shard", o->shard,
                   "K/N: score only shard K of N of the probes' windows (0 <= K < N <= 4096) and "
                   "write them with --json for --merge; no perplexity table");

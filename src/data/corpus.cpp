@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "txl/data/subword_model.h"
 #include "txl/data/text_scan.h"
@@ -20,6 +22,7 @@
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
 #include "txl/util/text.h"
+#include "txl/util/utf8.h"
 
 namespace txl {
 
@@ -257,6 +260,30 @@ std::vector<int32_t> load_split(const std::string& dir, const std::string& split
   std::vector<int32_t> ids =
       tokenize_split(text, xxh64(text.data(), text.size()), vocab, path, stats, writes);
   check_token_count(static_cast<int64_t>(ids.size()), path, vocab.kind());
+  return ids;
+}
+
+std::vector<int32_t> load_text(const std::string& path, const Vocab& vocab, EncodeStats* stats,
+                               TokenCacheWrites* writes) {
+  const bool from_stdin = path == "-";
+  const std::string name = from_stdin ? "standard input (--text -)" : path;
+  std::string text;
+  if (from_stdin) {
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = in.str();
+  } else {
+    text = read_regular_file(path, "a text file to score");
+  }
+  if (text.empty()) throw InputError(name + ": is empty; there is nothing to score");
+  if (vocab.kind() != TokenizerKind::kByte) check_utf8(text, name);
+  std::vector<int32_t> ids =
+      tokenize_split(text, xxh64(text.data(), text.size()), vocab, name, stats, writes);
+  if (ids.size() < 2) {
+    throw InputError(fmt::format(
+        "{}: {} {} token(s); scoring needs at least 2 (a token and the one that follows it)", name,
+        ids.size(), to_string(vocab.kind())));
+  }
   return ids;
 }
 

@@ -147,6 +147,23 @@ nlohmann::json report_to_json(const EvalReport& r) {
                       {"interval", to_json(r.bootstrap)},
                       {"results", results}};
   add_run_identity(j, r.identity);
+  if (!r.documents.empty()) {
+    nlohmann::json docs = nlohmann::json::array();
+    for (const auto& d : r.documents) {
+      nlohmann::json per_length = nlohmann::json::array();
+      for (size_t i = 0; i < d.results.size(); ++i) {
+        const auto& e = d.results[i];
+        if (!skipped_reason(r, i).empty()) continue;
+        per_length.push_back(
+            {{"length", e.length}, {"tokens", e.tokens}, {"nll_sum", e.nll}, {"ppl", e.ppl()}});
+      }
+      docs.push_back({{"file", d.file},
+                      {"tokens", d.tokens},
+                      {"unknown", d.unknown},
+                      {"results", per_length}});
+    }
+    j["texts"] = docs;
+  }
   return j;
 }
 
@@ -163,11 +180,27 @@ void add_run_identity(nlohmann::json& j, const RunIdentity& id) {
   j["origin"] = id.origin;
 }
 
+// With --text: each file's tokens, <unk>s and perplexity at each length evaluated (the table
+// above is their total).
+static std::string format_documents(const EvalReport& r) {
+  std::string out = "per file (each scored on its own; the table is their total):\n";
+  for (const auto& d : r.documents) {
+    out += fmt::format("  {}: {} tokens, {} <unk>", d.file, d.tokens, d.unknown);
+    for (size_t i = 0; i < d.results.size(); ++i)
+      if (skipped_reason(r, i).empty())
+        out += fmt::format(" | L {} ppl {:.3f}", d.results[i].length, d.results[i].ppl());
+    out += "\n";
+  }
+  return out;
+}
+
 std::string format_report_table(const EvalReport& r) {
   const bool chars = reports_bpc(r.tokenizer);
   const bool bytes = r.bytes_per_token > 0;
-  std::string out = fmt::format("run {} | {} | {} split | {} step {} | trained at length {}{}\n",
-                                r.run, r.identity.encoding, r.split, r.identity.checkpoint,
+  const std::string scored =
+      r.documents.empty() ? r.split + " split" : fmt::format("{} text file(s)", r.documents.size());
+  std::string out = fmt::format("run {} | {} | {} | {} step {} | trained at length {}{}\n", r.run,
+                                r.identity.encoding, scored, r.identity.checkpoint,
                                 r.identity.checkpoint_step, r.identity.train_length,
                                 r.precision == "fp32" ? "" : " | precision " + r.precision);
   if (!r.identity.origin.empty()) out += r.identity.origin + "\n";
@@ -205,6 +238,7 @@ std::string format_report_table(const EvalReport& r) {
     const std::string note = short_window_note(r.results[i]);
     if (!note.empty() && skipped_reason(r, i).empty()) out += "! " + note + "\n";
   }
+  if (!r.documents.empty()) out += format_documents(r);
   if (r.per_position && first_evaluated(r)) {
     out += per_position_heading(first_evaluated(r)->protocol);
     for (size_t i = 0; i < r.results.size(); ++i) {

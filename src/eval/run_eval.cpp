@@ -12,6 +12,7 @@
 #include "txl/eval/protocol.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
+#include "txl/util/hash.h"
 
 namespace txl {
 
@@ -24,14 +25,79 @@ PreparedEval::PreparedEval(const RunEvalOptions& o, bool check_lengths)
     decide_lengths();
   else
     skipped_.assign(lengths_.size(), "");
-  ids_ = load_split(run_.config.data.dir, split_, run_.vocab, &stats_, &cache_writes_);
+  load_documents();
   if (check_lengths) {
-    // Every length evaluated must fit in memory before the first one is.
+    // Every length evaluated must fit in memory, for every document, before the first one is.
     for (size_t i = 0; i < lengths_.size(); ++i) {
-      if (skipped_[i].empty())
-        check_eval_fits(run_.model, request(lengths_[i]), static_cast<int64_t>(ids_.size()));
+      if (!skipped_[i].empty()) continue;
+      for (const auto& d : documents_)
+        check_eval_fits(run_.model, request(lengths_[i]), static_cast<int64_t>(d.ids.size()));
     }
   }
+}
+
+void PreparedEval::load_documents() {
+  if (options_.texts.empty()) {
+    ids_ = load_split(run_.config.data.dir, split_, run_.vocab, &stats_, &cache_writes_);
+    documents_.push_back({"", split_, ids_, stats_});
+    return;
+  }
+  split_ = "text";
+  for (const auto& file : options_.texts) {
+    Document d;
+    d.file = file;
+    d.ids = load_text(file, run_.vocab, &d.stats, &cache_writes_);
+    // The cache knows a text by its tokens' checksum, never by its file's name.
+    d.label = "text-" + hex64(checksum_ids(d.ids)).substr(0, 12);
+    stats_.tokens += d.stats.tokens;
+    stats_.unknown += d.stats.unknown;
+    stats_.bytes += d.stats.bytes;
+    documents_.push_back(std::move(d));
+  }
+  ids_ = documents_.front().ids;
+}
+
+namespace {
+
+// `r`'s windows after `total`'s: the total over documents scored one after the other.
+void add_result(EvalResult& total, const EvalResult& r) {
+  if (total.tokens == 0 && total.window_nll.empty()) {
+    total = r;
+    return;
+  }
+  total.tokens += r.tokens;
+  total.nll += r.nll;
+  total.window_nll.insert(total.window_nll.end(), r.window_nll.begin(), r.window_nll.end());
+  total.window_tokens.insert(total.window_tokens.end(), r.window_tokens.begin(),
+                             r.window_tokens.end());
+  // Buckets by window position: the same starts for one request; a mean weighted by count.
+  for (size_t b = 0; b < r.position_count.size() && b < total.position_count.size(); ++b) {
+    const double n = double(total.position_count[b]), m = double(r.position_count[b]);
+    if (n + m > 0)
+      total.position_nll[b] = (total.position_nll[b] * n + r.position_nll[b] * m) / (n + m);
+    total.position_count[b] += r.position_count[b];
+  }
+}
+
+}  // namespace
+
+EvalResult PreparedEval::evaluate_documents(int64_t length, bool* cached, EvalReport& report) {
+  EvalResult total;
+  *cached = true;
+  for (size_t k = 0; k < documents_.size(); ++k) {
+    Document& d = documents_[k];
+    CachedEvaluator evaluator(run_, options_.checkpoint, d.label, d.ids, options_.read_cache);
+    if (k == 0) report.identity = identify_run(run_, evaluator.subject().checkpoint);
+    const std::string what = d.file.empty() ? fmt::format("length {}", length)
+                                            : fmt::format("{} at length {}", d.file, length);
+    EvalProgressPrinter progress(what);
+    bool hit = false;
+    const EvalResult r = evaluator.evaluate(request(length), &hit, progress.callback());
+    *cached = *cached && hit;
+    if (!d.file.empty()) report.documents[k].results.push_back(r);
+    add_result(total, r);
+  }
+  return total;
 }
 
 // Each length evaluated or n/a with the reason (request_unavailable); a refused request, or
@@ -51,11 +117,11 @@ EvalRequest PreparedEval::request(int64_t length) const {
 RunEvalOutcome PreparedEval::evaluate() {
   RunEvalOutcome out;
   out.stats = stats_;
-  CachedEvaluator evaluator(run_, options_.checkpoint, split_, ids_, options_.read_cache);
   EvalReport& report = out.report;
   report.run = options_.run_dir;
   report.split = split_;
-  report.identity = identify_run(run_, evaluator.subject().checkpoint);
+  for (const auto& d : documents_)
+    if (!d.file.empty()) report.documents.push_back({d.file, d.stats.tokens, d.stats.unknown, {}});
   report.tokenizer = to_string(run_.config.data.tokenizer);
   report.precision = to_string(options_.settings.precision);
   report.per_position = options_.per_position;
@@ -66,13 +132,13 @@ RunEvalOutcome PreparedEval::evaluate() {
     if (!skipped_[i].empty()) {
       report.results.push_back(EvalResult{});
       report.results.back().length = length;
+      for (auto& d : report.documents) d.results.push_back(report.results.back());
       report.cached.push_back(false);
       fmt::print(stderr, "  length {:>6}: n/a ({})\n", length, skipped_[i]);
       continue;
     }
     bool cached = false;
-    EvalProgressPrinter progress(fmt::format("length {}", length));
-    report.results.push_back(evaluator.evaluate(request(length), &cached, progress.callback()));
+    report.results.push_back(evaluate_documents(length, &cached, report));
     report.cached.push_back(cached);
     const auto& r = report.results.back();
     fmt::print(stderr, "  length {:>6}: ppl {:.3f} over {} tokens{}\n", length, r.ppl(), r.tokens,

@@ -69,6 +69,13 @@ Corpus load_corpus(const DataConfig& config, TokenCacheWrites* writes = nullptr)
 Corpus load_corpus_with_vocab(const DataConfig& config, Vocab vocab, int64_t* unknown = nullptr,
                               TokenCacheWrites* writes = nullptr);
 
+// A text of the user's (txl eval --text) encoded with a run's vocabulary, through the token
+// cache like a split (keyed by the text's XXH64, never its name). "-" reads standard input.
+// InputError naming the file for: missing, a directory, a FIFO or a device, empty, not UTF-8
+// where the tokenizer reads characters (byte runs take any bytes), fewer than 2 tokens.
+std::vector<int32_t> load_text(const std::string& path, const Vocab& vocab,
+                               EncodeStats* stats = nullptr, TokenCacheWrites* writes = nullptr);
+
 // One split encoded with an existing vocabulary (eval reuses the run's vocabulary).
 std::vector<int32_t> load_split(const std::string& dir, const std::string& split,
                                 const Vocab& vocab, EncodeStats* stats = nullptr,

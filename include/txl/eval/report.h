@@ -28,9 +28,16 @@ struct EvalReport {
   std::string run;    // run directory
   std::string split;  // valid | test
   RunIdentity identity;
-  std::string tokenizer;           // char | byte | word | bpe | unigram
-  std::string precision = "fp32";  // fp32 | bf16 (--precision): in the JSON and the table
-  std::vector<EvalResult> results;
+  std::string tokenizer;            // char | byte | word | bpe | unigram
+  std::string precision = "fp32";   // fp32 | bf16 (--precision): in the JSON and the table
+  std::vector<EvalResult> results;  // per length (with --text: the total over the documents)
+  // With --text: each file, its tokens and <unk>s, and its own result per length.
+  struct Document {
+    std::string file;
+    int64_t tokens = 0, unknown = 0;
+    std::vector<EvalResult> results;
+  };
+  std::vector<Document> documents;
   std::vector<bool> cached;  // per result: read from RUN/eval-cache (may be empty)
   // Per result: why its length is n/a, its result then empty ("" or absent = evaluated).
   std::vector<std::string> skipped;

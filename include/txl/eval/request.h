@@ -31,6 +31,9 @@ struct EvalPlan {
   EvalSettings settings;
   std::vector<int64_t> lengths;  // empty: the run's eval.lengths
   std::string split;             // empty: the run's eval.split
+  // txl eval --text: files scored instead of a split, each a document of its own (no memory
+  // crosses from one to the next), and the total over them; "-" is standard input.
+  std::vector<std::string> texts;
   std::string checkpoint = "best";
   torch::Device device = torch::kCPU;  // --device, resolved: where the models run
   bool read_cache = true;

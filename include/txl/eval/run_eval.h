@@ -30,7 +30,7 @@ struct RunEvalOptions : EvalPlan {
 
 struct RunEvalOutcome {
   EvalReport report;
-  EncodeStats stats;  // tokens of the split scored as <unk>
+  EncodeStats stats;  // tokens of the split (or of every --text file) scored as <unk>
 };
 
 // The evaluation of one run in its two phases, so that a caller can add checks of its own
@@ -55,9 +55,19 @@ class PreparedEval {
   EvalRequest request(int64_t length) const;
   void decide_lengths();
 
+  // The texts scored: the split, or each --text file, with the label its cache entries carry.
+  struct Document {
+    std::string file, label;
+    std::vector<int32_t> ids;
+    EncodeStats stats;
+  };
+  void load_documents();
+  EvalResult evaluate_documents(int64_t length, bool* cached, EvalReport& report);
+
   RunEvalOptions options_;
   LoadedRun run_;
   std::string split_;
+  std::vector<Document> documents_;
   std::vector<int64_t> lengths_;
   std::vector<std::string> skipped_;  // per length: why it is n/a ("" = evaluated)
   EncodeStats stats_;
