@@ -11,6 +11,7 @@
 
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
+#include "txl/eval/progress.h"
 #include "txl/eval/protocol.h"
 #include "txl/eval/request.h"
 #include "txl/model/transformer.h"
@@ -23,12 +24,12 @@
 #include "txl/train/adamw_step.h"
 #include "txl/train/grad_clip.h"
 #include "txl/train/step_checks.h"
+#include "txl/util/clock.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -78,6 +79,63 @@ Clock::time_point finished(const torch::Device& device) {
   return Clock::now();
 }
 
+// Progress on stderr while the bench runs (at the paper's shape a step or an evaluation takes
+// minutes; such a bench printed nothing for 10 minutes): nothing until the interval
+// (BenchOptions::progress_seconds) has passed since the start or the last line, then a line
+// for what runs now, the training steps of a phase or an evaluation, with tokens, rate and
+// time left.
+class BenchProgress {
+ public:
+  explicit BenchProgress(double interval_seconds) : interval_(interval_seconds) {}
+
+  // `total` steps (or other `unit`s) of `tokens_per_step` tokens each, named `phase`, begin
+  // now.
+  void start_steps(std::string phase, int64_t total, int64_t tokens_per_step,
+                   std::string unit = "step") {
+    phase_ = std::move(phase);
+    unit_ = std::move(unit);
+    total_ = total;
+    tokens_per_step_ = tokens_per_step;
+    phase_start_ = Clock::now();
+  }
+
+  // `done` steps of the phase are done (a fraction: inside a step).
+  void steps_done(double done) {
+    if (!due() || done <= 0) return;
+    const double elapsed = seconds_since(phase_start_);
+    const double tokens = done * static_cast<double>(tokens_per_step_);
+    print(
+        fmt::format("  bench: {}, {} {:.1f} of {}, {:.0f} tokens, {:.0f} tok/s, {} elapsed, "
+                    "about {} left",
+                    phase_, unit_, done, total_, tokens, tokens / std::max(elapsed, 1e-9),
+                    format_duration(elapsed),
+                    format_duration(elapsed / done * (static_cast<double>(total_) - done))));
+  }
+
+  // A callback for an evaluation named `label` that scores `tokens` tokens.
+  EvalProgressFn evaluation(const std::string& label, int64_t tokens) {
+    const auto start = Clock::now();
+    return [this, label = "bench: " + label, tokens, start](const EvalProgress& p) {
+      if (due()) print(format_eval_progress(label, p, seconds_since(start), tokens));
+    };
+  }
+
+ private:
+  bool due() const { return seconds_since(last_) >= interval_; }
+
+  void print(const std::string& line) {
+    fmt::print(stderr, "{}\n", line);
+    std::fflush(stderr);
+    last_ = Clock::now();
+  }
+
+  double interval_;
+  Clock::time_point last_ = Clock::now();
+  std::string phase_, unit_;
+  int64_t total_ = 0, tokens_per_step_ = 0;
+  Clock::time_point phase_start_ = Clock::now();
+};
+
 // One config's model with its optimizer, training memory and the timings taken so far.
 struct BenchModel {
   Config config;
@@ -90,6 +148,7 @@ struct BenchModel {
   std::vector<std::vector<double>> eval_ms;  // per protocol of result.eval_rates
   std::vector<double> eval_cpu_ms;           // per protocol, summed over the repeats
   std::vector<EvalRequest> eval_requests;    // per protocol
+  BenchProgress* progress = nullptr;         // the bench's progress lines; none if null
 };
 
 // The model of `config` (seeded as training seeds it), its optimizer and its FLOP count.
@@ -116,7 +175,8 @@ std::unique_ptr<BenchModel> make_bench_model(const Config& config, const BenchOp
 // One training step on random tokens, as train_model (trainer.cpp) takes it: forward with
 // the memory carried, backward, clipping, AdamW. With `timed`, its wall time, CPU time and
 // phases are recorded.
-void train_step(BenchModel& b, const BenchOptions& o, bool timed) {
+// `step` (counted in its phase) is passed to the progress lines.
+void train_step(BenchModel& b, const BenchOptions& o, bool timed, int64_t step = 0) {
   const auto& tc = b.config.train;
   const BenchResult& r = b.result;
   TransformerLM& model = b.model;
@@ -131,6 +191,13 @@ void train_step(BenchModel& b, const BenchOptions& o, bool timed) {
     ForwardOptions fwd;
     fwd.targets = targets;
     fwd.keep_memory = r.mem_len;
+    if (b.progress) {
+      // The forward is about a third of a step; its layers tell how far it is.
+      const double layers = static_cast<double>(std::max<int64_t>(b.config.model.n_layer, 1));
+      fwd.progress = [&b, step, layers](double layers_done) {
+        b.progress->steps_done(static_cast<double>(step) + layers_done / layers / 3.0);
+      };
+    }
     auto out = model->forward(inputs, b.memory, fwd);
     loss = out.nll.mean();
     b.memory = std::move(out.memory);
@@ -145,6 +212,7 @@ void train_step(BenchModel& b, const BenchOptions& o, bool timed) {
   const auto t3 = Clock::now();
   adamw_step(*b.optimizer);
   const auto t4 = finished(device);
+  if (b.progress) b.progress->steps_done(static_cast<double>(step + 1));
   if (!timed) return;
   b.train_cpu_ms += 1000.0 * (process_cpu_seconds() - cpu0);
   b.result.step_times_ms.push_back(ms_between(t0, t4));
@@ -205,7 +273,14 @@ double timed_evaluation(BenchModel& b, const std::vector<int32_t>& ids, const Ev
   const torch::Device device = b.model->device();
   const double cpu0 = process_cpu_seconds();
   const auto t0 = finished(device);
-  const EvalResult e = evaluate(b.model, ids, request);
+  const int64_t tokens = request.max_tokens > 0
+                             ? std::min<int64_t>(request.max_tokens, int64_t(ids.size()) - 1)
+                             : int64_t(ids.size()) - 1;
+  const EvalResult e =
+      evaluate(b.model, ids, request,
+               b.progress ? b.progress->evaluation(
+                                request.protocol + " L=" + std::to_string(request.length), tokens)
+                          : EvalProgressFn());
   const double ms = ms_between(t0, finished(device));
   cpu_ms += 1000.0 * (process_cpu_seconds() - cpu0);
   TORCH_CHECK(std::isfinite(e.nll) && e.tokens > 0, "bench: evaluation NLL is not finite");
@@ -317,11 +392,16 @@ BenchResult run_bench(const Config& config, const BenchOptions& o) {
   const double peak_before = gemm_peak(config);
   BenchResult& r = b->result;
   r.onednn_direct = b->model->device().is_cpu() ? onednn_matmul_status() : "not used off the CPU";
-  for (int64_t step = 0; step < o.warmup; ++step) train_step(*b, o, false);
+  BenchProgress progress(o.progress_seconds);
+  b->progress = &progress;
+  const int64_t step_tokens = r.batch * r.query_len;
+  progress.start_steps("warm-up", o.warmup, step_tokens);
+  for (int64_t step = 0; step < o.warmup; ++step) train_step(*b, o, false, step);
   std::unique_ptr<OpProfiler> profiler;
   if (o.profile) profiler = std::make_unique<OpProfiler>();
+  progress.start_steps("timed", o.steps, step_tokens);
   const auto timed_start = finished(b->model->device());
-  for (int64_t step = 0; step < o.steps; ++step) train_step(*b, o, true);
+  for (int64_t step = 0; step < o.steps; ++step) train_step(*b, o, true, step);
   if (profiler) {
     r.profiled_ms = ms_between(timed_start, finished(b->model->device()));
     r.profile = profiler->stop();
@@ -345,11 +425,19 @@ std::vector<BenchResult> run_interleaved_bench(const std::vector<Config>& config
   if (configs.empty()) return {};
   const double peak_before = gemm_peak(configs.front());
   const std::string onednn = onednn_matmul_status();
+  BenchProgress progress(o.progress_seconds);
   for (BenchModel* b : all) {
-    for (int64_t step = 0; step < o.warmup; ++step) train_step(*b, o, false);
+    b->progress = &progress;
+    progress.start_steps("warm-up (" + b->result.pos_encoding + ")", o.warmup,
+                         b->result.batch * b->result.query_len);
+    for (int64_t step = 0; step < o.warmup; ++step) train_step(*b, o, false, step);
   }
-  for (int64_t step = 0; step < o.steps * std::max<int64_t>(rounds, 1); ++step) {
-    for (BenchModel* b : all) train_step(*b, o, true);
+  // The models' steps alternate: one step of the phase is a step of every model.
+  const int64_t steps = o.steps * std::max<int64_t>(rounds, 1);
+  progress.start_steps("timed (all models)", steps,
+                       all.front()->result.batch * all.front()->result.query_len);
+  for (int64_t step = 0; step < steps; ++step) {
+    for (BenchModel* b : all) train_step(*b, o, true, step);
   }
   for (BenchModel* b : all) summarize_training(*b);
   time_evaluations(all, o, /*all_protocols=*/false);  // the primary one: the table's eval ms
@@ -365,7 +453,7 @@ std::vector<BenchResult> run_interleaved_bench(const std::vector<Config>& config
 }
 
 LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64_t length,
-                                 int passes) {
+                                 int passes, double progress_seconds) {
   set_threads(config.train.threads);
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
   LongWindowResult r;
@@ -382,11 +470,18 @@ LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64
   const auto targets = torch::randint(vocab_size, {1, length}, options);  // [1, L]
   r.baseline_rss_mb = current_rss_mb();
   double best_ms = 1e300;
+  BenchProgress progress(progress_seconds);
+  progress.start_steps(fmt::format("long window of {} tokens", length), std::max(passes, 1), length,
+                       "pass");
+  const double layers = static_cast<double>(std::max<int64_t>(config.model.n_layer, 1));
   for (int p = 0; p < std::max(passes, 1); ++p) {
     const auto t0 = Clock::now();
     AutocastGuard autocast(config.train.precision, device);
     ForwardOptions fwd;
     fwd.targets = targets;
+    fwd.progress = [&progress, p, layers](double layers_done) {
+      progress.steps_done(static_cast<double>(p) + layers_done / layers);
+    };
     auto out = model->forward(tokens, Memory{}, fwd);
     const double nll = out.nll.sum().item<double>();
     TORCH_CHECK(std::isfinite(nll), "long window: NLL is not finite");

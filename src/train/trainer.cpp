@@ -360,7 +360,8 @@ void validate_and_checkpoint(TrainRun& run) {
   // Evaluation must not move the random stream that dropout draws from, or a run that
   // validates at step k (e.g. because it ends there) would diverge from one that does not.
   const torch::Tensor rng = run.generator.get_state();
-  auto result = validation_loss(run.model, run.corpus.valid, run.config, run.dist);
+  auto result = validation_loss(run.model, run.corpus.valid, run.config, run.dist,
+                                run.root ? fmt::format("valid @ step {}", state.step) : "");
   run.generator.set_state(rng);
   run.model->train();
   const bool best = state.best_valid_ppl == 0.0 || result.ppl() < state.best_valid_ppl;

@@ -44,6 +44,9 @@ struct BenchOptions {
   int64_t eval_repeats = 3;    // timed evaluations per protocol, alternated between protocols
   bool profile = false;        // per-operator breakdown of the timed training steps and of
                                // one evaluation by the primary protocol
+  // Progress lines on stderr (steps or evaluation, tokens, rate, time left): the first after
+  // this many seconds, then at most this often; 0: after every step and evaluation pass.
+  double progress_seconds = 5.0;
 };
 
 // Repeated timings summarised. On a shared machine a burst of other work moves the mean; the
@@ -184,8 +187,9 @@ struct LongWindowResult {
   static LongWindowResult from_json(const nlohmann::json& j);
 };
 
-// Meant for a fresh process (peak memory is a per-process high-water mark).
+// Meant for a fresh process (peak memory is a per-process high-water mark). A pass longer
+// than `progress_seconds` shows its progress on stderr (BenchOptions::progress_seconds).
 LongWindowResult run_long_window(const Config& config, int64_t vocab_size, int64_t length,
-                                 int passes);
+                                 int passes, double progress_seconds = 5.0);
 
 }  // namespace txl
