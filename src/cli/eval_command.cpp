@@ -8,6 +8,8 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
 #include "txl/cli/eval_shards.h"
+#include "txl/cli/output_path.h"
+#include "txl/eval/per_token.h"
 #include "txl/platform/runtime.h"
 #include "txl/probe/assessment.h"
 #include "txl/probe/run_probes.h"
@@ -22,6 +24,7 @@ struct EvalCommandOptions : EvalCliOptions {
   std::optional<std::string> shard;  // --shard K/N: the probes' shard K of N (eval_shards.h)
   std::vector<std::string> merge;    // --merge FILES: shard files to merge
   std::vector<std::string> texts;    // --text FILE...: files to score instead of a split
+  std::string per_token;             // --per-token FILE.tsv|.jsonl
 };
 
 // Above this share of <unk>, a perplexity says more about the vocabulary than the model.
@@ -74,6 +77,11 @@ int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given)
   // Every option before any work, so bad input writes nothing.
   EvalPlan plan = check_eval_options(o);
   plan.texts = o.texts;
+  if (!o.per_token.empty()) {
+    check_per_token_path(o.per_token);
+    check_output_path(o.per_token, "--per-token");
+    plan.per_token = o.per_token;
+  }
   const ProbeRequest probe_request =
       check_probe_options(o, plan.settings.aid == ExtrapolationAid::kNone ? "" : "--aid " + o.aid);
   set_threads(o.threads);
@@ -105,6 +113,10 @@ void setup_eval(CLI::App& app, int& exit_code) {
   cmd->add_option("--text", o->texts,
                   "Score these files instead of a split (each on its own, and the total), read "
                   "with the run's tokenizer; - is standard input");
+  cmd->add_option(
+      "--per-token", o->per_token,
+      "FILE.tsv or FILE.jsonl: one row per scored token (length, document, index, "
+      "token, id, nll, bits, context, unk), in text order; evaluates without the cache");
   cmd->add_option("--shard", o->shard,
                   "K/N: score only shard K of N of the probes' windows (0 <= K < N <= 4096) and "
                   "write them with --json for --merge; no perplexity table");

@@ -18,7 +18,8 @@ namespace {
 // Accumulates per-token NLL into totals, windows and position buckets.
 class Scorer {
  public:
-  Scorer(EvalResult& result, int64_t length, int64_t buckets) : result_(result) {
+  Scorer(EvalResult& result, int64_t length, int64_t buckets, TokenScores* tokens)
+      : result_(result), tokens_(tokens) {
     if (buckets > 0) {
       bucket_size_ = std::max<int64_t>(1, (length + buckets - 1) / buckets);
       const int64_t n = (length + bucket_size_ - 1) / bucket_size_;
@@ -27,14 +28,22 @@ class Scorer {
     }
   }
 
-  // nll: [Q] float on the CPU for one window; positions first_pos.. of the window are scored.
-  void add_window(const torch::Tensor& nll, int64_t first_pos) {
+  // nll: [Q] float on the CPU for one window; positions first_pos.. of the window are scored,
+  // whose targets are ids[first_target..] and which see `context` tokens before the first.
+  void add_window(const torch::Tensor& nll, int64_t first_pos, int64_t first_target = 0,
+                  int64_t context = 0, int64_t context_cap = 0) {
     auto v = nll.to(torch::kFloat64).contiguous();
     const double* p = v.data_ptr<double>();
     const int64_t n = v.numel();
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       sum += p[i];
+      if (tokens_) {
+        const int64_t seen = context + i;
+        tokens_->nll[static_cast<size_t>(first_target + i)] = p[i];
+        tokens_->context[static_cast<size_t>(first_target + i)] =
+            context_cap > 0 ? std::min(seen, context_cap) : seen;
+      }
       if (bucket_size_ > 0) {
         const int64_t b = (first_pos + i) / bucket_size_;
         sums_[b] += p[i];
@@ -58,6 +67,7 @@ class Scorer {
 
  private:
   EvalResult& result_;
+  TokenScores* tokens_;  // null: not asked for
   int64_t bucket_size_ = 0;
   std::vector<double> sums_;
   std::vector<int64_t> counts_;
@@ -133,6 +143,9 @@ void run_plan(TransformerLM& model, const torch::Tensor& stream, const PassPlan&
   }
   Progress progress(callback, rows, tokens, model->config().n_layer);
   Memory memory;
+  // With memory, each stream's tokens so far (what its memory can hold of them); a pass with
+  // fewer rows continues the last streams.
+  std::vector<int64_t> stream_seen(plan.passes.empty() ? 0 : plan.passes.front().rows.size(), 0);
   for (const auto& pass : plan.passes) {
     std::vector<torch::Tensor> in, tg;
     int64_t skip = pass.rows.front().skip;  // positions every row of the pass leaves unscored
@@ -151,9 +164,18 @@ void run_plan(TransformerLM& model, const torch::Tensor& stream, const PassPlan&
                              plan.carries_memory ? &next : nullptr, progress,
                              skip);  // [R, W - skip]
     if (plan.carries_memory) memory = std::move(next);
+    const size_t first_stream = stream_seen.size() - std::min(stream_seen.size(), size_t(n_rows));
     for (int64_t i = 0; i < n_rows; ++i) {
       const auto& row = pass.rows[i];
-      scorer.add_window(nll[i].narrow(0, row.skip - skip, row.len - row.skip), row.skip);
+      int64_t remembered = 0;
+      if (plan.carries_memory && first_stream + size_t(i) < stream_seen.size()) {
+        int64_t& seen = stream_seen[first_stream + size_t(i)];
+        remembered = std::min(seen, plan.keep_memory);
+        seen += row.len;
+      }
+      const int64_t cap = plan.key_window > 0 ? plan.key_window - 1 : 0;
+      scorer.add_window(nll[i].narrow(0, row.skip - skip, row.len - row.skip), row.skip,
+                        row.start + row.skip, remembered + row.skip, cap);
     }
   }
 }
@@ -182,6 +204,12 @@ double EvalResult::bpc() const { return mean_nll() / std::log(2.0); }
 
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress) {
+  return evaluate(model, ids, request, progress, nullptr);
+}
+
+EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
+                    const EvalRequest& request, const EvalProgressFn& progress,
+                    TokenScores* tokens) {
   check_eval_request(model, request);
   const int64_t n_targets = scored_targets(request, static_cast<int64_t>(ids.size()));
   if (n_targets < 1) throw InputError("the evaluation split has fewer than 2 tokens");
@@ -198,7 +226,11 @@ EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
   result.settings = resolved_settings(request);
   if (protocol.adjust_result) protocol.adjust_result(n_targets, result.settings);
   // No window is longer than the split (a --lengths past it scores one window of it all).
-  Scorer scorer(result, std::min(request.length, n_targets), request.position_buckets);
+  if (tokens) {
+    tokens->nll.assign(static_cast<size_t>(n_targets), std::nan(""));
+    tokens->context.assign(static_cast<size_t>(n_targets), 0);
+  }
+  Scorer scorer(result, std::min(request.length, n_targets), request.position_buckets, tokens);
 
   EvalModeGuard guard(model, request.precision);
   run_plan(model, stream, protocol.plan(request, n_targets), request, scorer, progress);

@@ -92,7 +92,14 @@ EvalResult PreparedEval::evaluate_documents(int64_t length, bool* cached, EvalRe
                                             : fmt::format("{} at length {}", d.file, length);
     EvalProgressPrinter progress(what);
     bool hit = false;
-    const EvalResult r = evaluator.evaluate(request(length), &hit, progress.callback());
+    EvalResult r;
+    if (options_.per_token.empty()) {
+      r = evaluator.evaluate(request(length), &hit, progress.callback());
+    } else {  // every token's NLL: evaluated, never read from the cache
+      per_token_.push_back({length, d.file.empty() ? d.label : d.file, &d.ids, {}});
+      r = txl::evaluate(run_.model, d.ids, request(length), progress.callback(),
+                        &per_token_.back().scores);
+    }
     *cached = *cached && hit;
     if (!d.file.empty()) report.documents[k].results.push_back(r);
     add_result(total, r);
@@ -144,6 +151,7 @@ RunEvalOutcome PreparedEval::evaluate() {
     fmt::print(stderr, "  length {:>6}: ppl {:.3f} over {} tokens{}\n", length, r.ppl(), r.tokens,
                cached ? " (cached)" : "");
   }
+  if (!options_.per_token.empty()) write_per_token(options_.per_token, run_.vocab, per_token_);
   return out;
 }
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_harness.h"
 #include "tiny_runs.h"
@@ -50,6 +52,48 @@ TEST(EvalText, FilesAreScoredEachOnItsOwnAndInTotal) {
   r = run_txl({"eval", "--run", run, "--text", renamed, "--lengths", "8"});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("(cached)"), std::string::npos) << r.output;
+}
+
+// --per-token: one row per scored token in text order, whatever the protocol's order of work;
+// the rows' NLL adds up to the reported total at every length.
+TEST(EvalText, PerTokenRowsAddUpToTheTotalInTextOrder) {
+  const std::string run = testing::tiny_run("relative");
+  const std::string dir = testing::fresh_dir("eval_text_tokens");
+  const std::string a = put(dir + "/a.txt", testing::tiny_english(8, 3));
+  for (const std::string method : {"nonoverlap", "sliding", "memory"}) {
+    SCOPED_TRACE(method);
+    const std::string rows_path = dir + "/" + method + ".tsv", json = dir + "/" + method + ".json";
+    const auto r = run_txl({"eval", "--run", run, "--text", a, "--lengths", "8,32", "--method",
+                            method, "--per-token", rows_path, "--json", json});
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto j = nlohmann::json::parse(read_text(json));
+    std::istringstream in(read_text(rows_path));
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "length\tdocument\tindex\ttoken\tid\tnll\tbits\tcontext\tunk");
+    std::map<int64_t, double> sums;
+    std::map<int64_t, int64_t> counts, last_index;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::istringstream fields(line);
+      for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+      ASSERT_EQ(f.size(), 9u) << line;
+      const int64_t length = std::stoll(f[0]), index = std::stoll(f[2]);
+      EXPECT_GT(index, last_index[length]) << "rows out of text order: " << line;
+      EXPECT_LT(std::stoll(f[7]), index) << "conditioned on more tokens than precede it";
+      last_index[length] = index;
+      sums[length] += std::stod(f[5]);
+      counts[length] += 1;
+    }
+    for (const auto& result : j.at("results")) {
+      const int64_t length = result.at("length");
+      EXPECT_EQ(counts[length], result.at("tokens").get<int64_t>());
+      EXPECT_NEAR(sums[length], result.at("nll_sum").get<double>(), 1e-6 * sums[length]);
+    }
+  }
+  const auto bad = run_txl({"eval", "--run", run, "--text", a, "--per-token", dir + "/rows.csv"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("expected a file name ending in .tsv or .jsonl"), std::string::npos);
 }
 
 TEST(EvalText, BadFilesAreRefusedNamingThem) {

@@ -122,6 +122,18 @@ int64_t longest_window(const EvalResult& result);
 EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
                     const EvalRequest& request, const EvalProgressFn& progress = {});
 
+// Every scored token's NLL, in text order whatever order the protocol works in: target[i] is
+// ids[i + 1]'s NLL in nats (NaN where the evaluation scored none: past max_tokens) and
+// context[i] the tokens it was conditioned on (window and memory; same_length's window caps
+// it). The sum of target equals the result's nll.
+struct TokenScores {
+  std::vector<double> nll;
+  std::vector<int64_t> context;
+};
+EvalResult evaluate(TransformerLM& model, const std::vector<int32_t>& ids,
+                    const EvalRequest& request, const EvalProgressFn& progress,
+                    TokenScores* tokens);
+
 // request_unavailable (protocol.h) as a check: InputError for a request that is refused or
 // n/a, naming the option or the reason.
 void check_eval_request(const TransformerLM& model, const EvalRequest& request);

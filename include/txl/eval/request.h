@@ -34,6 +34,7 @@ struct EvalPlan {
   // txl eval --text: files scored instead of a split, each a document of its own (no memory
   // crosses from one to the next), and the total over them; "-" is standard input.
   std::vector<std::string> texts;
+  std::string per_token;  // --per-token FILE (.tsv, .jsonl): every scored token's NLL (per_token.h)
   std::string checkpoint = "best";
   torch::Device device = torch::kCPU;  // --device, resolved: where the models run
   bool read_cache = true;

@@ -10,6 +10,7 @@
 
 #include "txl/data/token_cache.h"
 #include "txl/data/tokenizer.h"
+#include "txl/eval/per_token.h"
 #include "txl/eval/report.h"
 #include "txl/eval/request.h"
 #include "txl/run/run_dir.h"
@@ -68,6 +69,7 @@ class PreparedEval {
   LoadedRun run_;
   std::string split_;
   std::vector<Document> documents_;
+  std::vector<PerTokenScores> per_token_;  // with --per-token: each length's, each document's
   std::vector<int64_t> lengths_;
   std::vector<std::string> skipped_;  // per length: why it is n/a ("" = evaluated)
   EncodeStats stats_;
