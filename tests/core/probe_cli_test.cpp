@@ -173,29 +173,41 @@ TEST(ProbeCli, AProbePastALearnedTableIsRefusedNamingTheOption) {
 // anything was refused. Now each probe's workload is estimated from its options first.
 TEST(ProbeCli, AProbeThatCannotFitInMemoryIsRefusedBeforeAnythingIsBuilt) {
   const auto t = shared_runs("probe_memory");
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--probes", "passkey", "--probe-set", "passkey.trials=100000"},
-       "probe passkey: 100000 windows of 16 tokens need about"},
-      {{"--probes", "copy", "--probe-set", "copy.count=100000", "--probe-set", "copy.distances=16"},
-       "probe copy: 200000 windows of 48 tokens"},
-      {{"--probes", "recl", "--probe-set", "recl.targets=1000000"}, "probe recl:"},
-      {{"--probes", "attention", "--probe-set", "attention.windows=100000"}, "probe attention:"}};
-  for (const auto& [extra, needle] : cases) {
+  // TXL_MEMORY_LIMIT_MB caps the whole process (what LibTorch and the run hold included), so
+  // the limits are set from what a txl eval holds before its probes: the first refusal says
+  // what is left of 600 MB, and the rest leave it 40 MB (the evaluation needs 2).
+  auto refused = [&](const std::vector<std::string>& extra, const std::string& needle,
+                     int64_t limit_mb) {
     std::vector<std::string> args = {"eval", "--run", t.rel, "--lengths", "16"};
     for (const auto& a : extra) args.push_back(a);
     const auto started = std::chrono::steady_clock::now();
-    const auto r = run_txl(args, {"TXL_MEMORY_LIMIT_MB=5"});
+    const auto r = run_txl(args, {"TXL_MEMORY_LIMIT_MB=" + std::to_string(limit_mb)});
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     EXPECT_EQ(r.code, 2) << join(extra, " ") << "\n" << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << join(extra, " ") << "\n" << r.err;
     EXPECT_NE(r.err.find("of memory is available"), std::string::npos) << r.err;
     EXPECT_LT(seconds, 20.0) << join(extra, " ") << ": refused only after building";
-  }
+    return r.err;
+  };
+  const std::string first = refused({"--probes", "passkey", "--probe-set", "passkey.trials=100000",
+                                     "--probe-set", "passkey.lengths=32,64,128,256"},
+                                    "probe passkey: 100000 windows of 256 tokens need about", 600);
+  const size_t at = first.find("but only ");
+  ASSERT_NE(at, std::string::npos) << first;
+  const int64_t held = 600 - std::stoll(first.substr(at + 9));  // MB the process holds
+  const int64_t limit = held + 40;
+  refused(
+      {"--probes", "copy", "--probe-set", "copy.count=100000", "--probe-set", "copy.distances=16"},
+      "probe copy: 200000 windows of 48 tokens", limit);
+  refused({"--probes", "recl", "--probe-set", "recl.targets=1000000"}, "probe recl:", limit);
+  refused({"--probes", "attention", "--probe-set", "attention.windows=100000", "--probe-set",
+           "attention.lengths=16,64,256,1024"},
+          "probe attention:", limit);
   // The same options with the memory they need are accepted (passkey at a size that runs fast).
   const auto ok = run_txl({"eval", "--run", t.rel, "--lengths", "16", "--probes", "passkey",
                            "--probe-set", "passkey.trials=3", "--probe-set", "passkey.lengths=32"},
-                          {"TXL_MEMORY_LIMIT_MB=5"});
+                          {"TXL_MEMORY_LIMIT_MB=" + std::to_string(limit)});
   EXPECT_EQ(ok.code, 0) << ok.err;
   testing::cleanup_scratch();
 }
