@@ -22,6 +22,7 @@
 #include "txl/platform/resources.h"
 #include "txl/platform/runtime.h"
 #include "txl/train/adamw_step.h"
+#include "txl/train/bench_progress.h"
 #include "txl/train/grad_clip.h"
 #include "txl/train/step_checks.h"
 #include "txl/util/clock.h"
@@ -37,25 +38,6 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 torch::ScalarType gemm_dtype(Precision precision) {
   return precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat32;
-}
-
-// The machine and the shapes: what every bench result starts with.
-BenchResult describe_bench(const Config& config, const BenchOptions& o) {
-  const auto& tc = config.train;
-  BenchResult r;
-  r.threads = set_threads(tc.threads);
-  const CpuFlags cpu = detect_cpu_flags();
-  r.cpu_model = cpu_model_name();
-  r.cpu_flags = to_string(cpu);
-  r.bf16_support = to_string(plan_cpu(cpu, {}).bf16);
-  r.precision = to_string(tc.precision);
-  r.pos_encoding = to_string(config.model.pos_encoding);
-  r.vocab_size = o.vocab_size;
-  r.batch = tc.batch_size;
-  r.query_len = tc.tgt_len;
-  r.steps = o.steps;
-  r.warmup = o.warmup;
-  return r;
 }
 
 // Uniform ids; Zipf-distributed ones for the adaptive softmax, whose cost depends on which
@@ -78,63 +60,6 @@ Clock::time_point finished(const torch::Device& device) {
   synchronize(device);
   return Clock::now();
 }
-
-// Progress on stderr while the bench runs (at the paper's shape a step or an evaluation takes
-// minutes; such a bench printed nothing for 10 minutes): nothing until the interval
-// (BenchOptions::progress_seconds) has passed since the start or the last line, then a line
-// for what runs now, the training steps of a phase or an evaluation, with tokens, rate and
-// time left.
-class BenchProgress {
- public:
-  explicit BenchProgress(double interval_seconds) : interval_(interval_seconds) {}
-
-  // `total` steps (or other `unit`s) of `tokens_per_step` tokens each, named `phase`, begin
-  // now.
-  void start_steps(std::string phase, int64_t total, int64_t tokens_per_step,
-                   std::string unit = "step") {
-    phase_ = std::move(phase);
-    unit_ = std::move(unit);
-    total_ = total;
-    tokens_per_step_ = tokens_per_step;
-    phase_start_ = Clock::now();
-  }
-
-  // `done` steps of the phase are done (a fraction: inside a step).
-  void steps_done(double done) {
-    if (!due() || done <= 0) return;
-    const double elapsed = seconds_since(phase_start_);
-    const double tokens = done * static_cast<double>(tokens_per_step_);
-    print(
-        fmt::format("  bench: {}, {} {:.1f} of {}, {:.0f} tokens, {:.0f} tok/s, {} elapsed, "
-                    "about {} left",
-                    phase_, unit_, done, total_, tokens, tokens / std::max(elapsed, 1e-9),
-                    format_duration(elapsed),
-                    format_duration(elapsed / done * (static_cast<double>(total_) - done))));
-  }
-
-  // A callback for an evaluation named `label` that scores `tokens` tokens.
-  EvalProgressFn evaluation(const std::string& label, int64_t tokens) {
-    const auto start = Clock::now();
-    return [this, label = "bench: " + label, tokens, start](const EvalProgress& p) {
-      if (due()) print(format_eval_progress(label, p, seconds_since(start), tokens));
-    };
-  }
-
- private:
-  bool due() const { return seconds_since(last_) >= interval_; }
-
-  void print(const std::string& line) {
-    fmt::print(stderr, "{}\n", line);
-    std::fflush(stderr);
-    last_ = Clock::now();
-  }
-
-  double interval_;
-  Clock::time_point last_ = Clock::now();
-  std::string phase_, unit_;
-  int64_t total_ = 0, tokens_per_step_ = 0;
-  Clock::time_point phase_start_ = Clock::now();
-};
 
 // One config's model with its optimizer, training memory and the timings taken so far.
 struct BenchModel {
@@ -352,23 +277,6 @@ void profile_evaluation(BenchModel& b, const BenchOptions& o) {
   OpProfiler profiler;
   r.eval_profiled_ms = timed_evaluation(b, ids, primary.front(), cpu_ms);
   r.eval_profile = profiler.stop();
-}
-
-// The rates that follow from the timings and the GEMM peak.
-void finish_result(BenchResult& r, double gemm_peak_gflops, int64_t gemm_peak_n) {
-  r.gemm_peak_gflops = gemm_peak_gflops;
-  r.gemm_peak_n = gemm_peak_n;
-  r.peak_rss_mb = peak_rss_mb();
-  r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
-  r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
-  r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
-  const auto training_mfu = [&r](double tokens_per_s) {
-    return r.flops.train_per_token * tokens_per_s / 1e9 / r.gemm_peak_gflops;
-  };
-  r.mfu_median_step = training_mfu(r.median_step_tokens_per_s());
-  r.mfu_fastest_step = training_mfu(r.fastest_step_tokens_per_s());
-  r.eval_mfu = r.eval_achieved_gflops / r.gemm_peak_gflops;
-  r.load_average = load_average();
 }
 
 // The size n of the n^3 GEMM that gives the peak: large enough to fill the device.

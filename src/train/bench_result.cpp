@@ -6,6 +6,10 @@
 
 #include "txl/config/encodings.h"
 #include "txl/model/adaptive_softmax.h"
+#include "txl/platform/cpu.h"
+#include "txl/platform/process.h"
+#include "txl/platform/resources.h"
+#include "txl/platform/runtime.h"
 #include "txl/train/bench.h"
 
 namespace txl {
@@ -192,6 +196,42 @@ LongWindowResult LongWindowResult::from_json(const nlohmann::json& j) {
   r.peak_rss_mb = j.at("peak_rss_mb").get<double>();
   r.growth_mb = j.at("growth_mb").get<double>();
   return r;
+}
+
+// The machine and the shapes: what every bench result starts with.
+BenchResult describe_bench(const Config& config, const BenchOptions& o) {
+  const auto& tc = config.train;
+  BenchResult r;
+  r.threads = set_threads(tc.threads);
+  const CpuFlags cpu = detect_cpu_flags();
+  r.cpu_model = cpu_model_name();
+  r.cpu_flags = to_string(cpu);
+  r.bf16_support = to_string(plan_cpu(cpu, {}).bf16);
+  r.precision = to_string(tc.precision);
+  r.pos_encoding = to_string(config.model.pos_encoding);
+  r.vocab_size = o.vocab_size;
+  r.batch = tc.batch_size;
+  r.query_len = tc.tgt_len;
+  r.steps = o.steps;
+  r.warmup = o.warmup;
+  return r;
+}
+
+// The rates that follow from the timings and the GEMM peak.
+void finish_result(BenchResult& r, double gemm_peak_gflops, int64_t gemm_peak_n) {
+  r.gemm_peak_gflops = gemm_peak_gflops;
+  r.gemm_peak_n = gemm_peak_n;
+  r.peak_rss_mb = peak_rss_mb();
+  r.achieved_gflops = r.flops.train_per_token * r.train_tokens_per_s / 1e9;
+  r.eval_achieved_gflops = r.flops.eval_per_token * r.eval_tokens_per_s / 1e9;
+  r.mfu = r.achieved_gflops / r.gemm_peak_gflops;
+  const auto training_mfu = [&r](double tokens_per_s) {
+    return r.flops.train_per_token * tokens_per_s / 1e9 / r.gemm_peak_gflops;
+  };
+  r.mfu_median_step = training_mfu(r.median_step_tokens_per_s());
+  r.mfu_fastest_step = training_mfu(r.fastest_step_tokens_per_s());
+  r.eval_mfu = r.eval_achieved_gflops / r.gemm_peak_gflops;
+  r.load_average = load_average();
 }
 
 }  // namespace txl

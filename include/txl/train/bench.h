@@ -158,6 +158,11 @@ struct BenchResult {
 void check_bench_memory(const std::vector<Config>& configs, int64_t vocab_size,
                         const std::string& what);
 
+// The machine and the shapes: what every bench result starts with (bench_result.cpp).
+BenchResult describe_bench(const Config& config, const BenchOptions& o);
+// The rates that follow from the timings and the GEMM peak (bench_result.cpp).
+void finish_result(BenchResult& r, double gemm_peak_gflops, int64_t gemm_peak_n);
+
 // Builds the model of `config` (train.threads and train.precision apply), runs warm-up and
 // timed training steps (forward, backward, clipping, AdamW; memory carried like training),
 // then each evaluation protocol, and measures the GEMM peak. The eval_* figures are those of
