@@ -56,8 +56,8 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 // A dict name -> tensor as torch.save writes it (the zip format PyTorch >= 1.6 reads with
 // torch.load, weights_only or not: torch_pickle.h). Reading accepts only such a dict of tensors:
 // the legacy (pre-zip) format, which only Python's pickle can read, is refused with the line of
-// Python that converts it; nothing in the file is executed (LibTorch's unpickler knows only
-// tensors and containers).
+// Python that converts it; nothing in the file is executed (txl's own unpickler,
+// torch_pickle.h, knows only tensors and containers).
 void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors);
 
 // A weight file opened for reading, its header (safetensors) or pickle (torch.save) read and
