@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "txl/run/zip_index.h"
 #include "txl/util/error.h"
@@ -168,6 +169,8 @@ class Unpickler {
   }
   void memo_put(size_t key) {
     if (stack_.empty()) fail("memoizes an empty stack");
+    if (memo_.size() >= kMaxValues && !memo_.count(key))
+      fail(fmt::format("more than {} memo entries, which no state dict needs", kMaxValues));
     memo_[key] = stack_.back();
   }
   void memo_get(size_t key) {
@@ -443,7 +446,7 @@ class Unpickler {
   size_t at_ = 0;
   size_t made_ = 0;
   std::vector<ValuePtr> stack_;
-  std::map<size_t, ValuePtr> memo_;
+  std::unordered_map<size_t, ValuePtr> memo_;
   std::map<std::string, ValuePtr> storages_;
 };
 

@@ -88,6 +88,9 @@ TEST(WeightBounds, HostilePicklesAreRefusedWithoutACrash) {
   // Values past the bound (each None is one): refused before they cost more.
   expect_refused(archive("\x80\x02" + std::string((1 << 20) + 2, 'N') + "."),
                  "values, which no state dict needs");
+  // A memo that grows by one entry a byte (MEMOIZE), past the bound.
+  expect_refused(archive("\x80\x02N" + std::string((1 << 20) + 2, '\x94') + "."),
+                 "memo entries, which no state dict needs");
   // The same name twice in the dict (safetensors refuses that too).
   const std::string one = tensor_view("0", 2, 0, {2}, {1});
   expect_refused(archive(dict_pickle({{"a", one}, {"a", one}}), {{"data/0", std::string(8, 0)}}),
