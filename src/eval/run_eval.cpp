@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <map>
 
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
@@ -38,8 +39,10 @@ PreparedEval::PreparedEval(const RunEvalOptions& o, bool check_lengths)
 
 void PreparedEval::load_documents() {
   if (options_.texts.empty()) {
-    ids_ = load_split(run_.config.data.dir, split_, run_.vocab, &stats_, &cache_writes_);
-    documents_.push_back({"", split_, ids_, stats_});
+    Document split{"", split_, {}, {}};
+    split.ids = load_split(run_.config.data.dir, split_, run_.vocab, &split.stats, &cache_writes_);
+    stats_ = split.stats;
+    documents_.push_back(std::move(split));
     return;
   }
   split_ = "text";
@@ -54,7 +57,6 @@ void PreparedEval::load_documents() {
     stats_.bytes += d.stats.bytes;
     documents_.push_back(std::move(d));
   }
-  ids_ = documents_.front().ids;
 }
 
 namespace {
@@ -70,12 +72,24 @@ void add_result(EvalResult& total, const EvalResult& r) {
   total.window_nll.insert(total.window_nll.end(), r.window_nll.begin(), r.window_nll.end());
   total.window_tokens.insert(total.window_tokens.end(), r.window_tokens.begin(),
                              r.window_tokens.end());
-  // Buckets by window position: the same starts for one request; a mean weighted by count.
-  for (size_t b = 0; b < r.position_count.size() && b < total.position_count.size(); ++b) {
-    const double n = double(total.position_count[b]), m = double(r.position_count[b]);
-    if (n + m > 0)
-      total.position_nll[b] = (total.position_nll[b] * n + r.position_nll[b] * m) / (n + m);
-    total.position_count[b] += r.position_count[b];
+  // Buckets by the window position they start at, a mean weighted by count. A document
+  // shorter than the length has narrower buckets (its window is shorter): every bucket of
+  // either is kept, so the counts still add up to the tokens.
+  std::map<int64_t, std::pair<double, int64_t>> buckets;  // start -> (NLL sum, tokens)
+  for (const EvalResult* e : std::initializer_list<const EvalResult*>{&total, &r}) {
+    for (size_t b = 0; b < e->position_start.size(); ++b) {
+      auto& [sum, count] = buckets[e->position_start[b]];
+      sum += e->position_nll[b] * static_cast<double>(e->position_count[b]);
+      count += e->position_count[b];
+    }
+  }
+  total.position_start.clear();
+  total.position_nll.clear();
+  total.position_count.clear();
+  for (const auto& [start, bucket] : buckets) {
+    total.position_start.push_back(start);
+    total.position_nll.push_back(bucket.first / static_cast<double>(bucket.second));
+    total.position_count.push_back(bucket.second);
   }
 }
 

@@ -48,7 +48,8 @@ class PreparedEval {
   PreparedEval(const PreparedEval&) = delete;
   PreparedEval& operator=(const PreparedEval&) = delete;
 
-  LoadedEval loaded() { return {run_, ids_, lengths_}; }
+  // The split, or the first --text file.
+  LoadedEval loaded() { return {run_, documents_.front().ids, lengths_}; }
   void commit() { cache_writes_.commit(); }
   RunEvalOutcome evaluate();
 
@@ -74,7 +75,6 @@ class PreparedEval {
   std::vector<std::string> skipped_;  // per length: why it is n/a ("" = evaluated)
   EncodeStats stats_;
   TokenCacheWrites cache_writes_;
-  std::vector<int32_t> ids_;
 };
 
 // Both phases at once.
