@@ -7,33 +7,9 @@
 
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/text.h"
 
 namespace txl {
-
-namespace {
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-std::string tsv_field(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else
-      out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 void check_per_token_path(const std::string& path) {
   if (!ends_with(path, ".tsv") && !ends_with(path, ".jsonl"))
@@ -54,7 +30,7 @@ void write_per_token(const std::string& path, const Vocab& vocab,
       const int unk = id == vocab.unk_id() ? 1 : 0;
       if (tsv) {
         out += fmt::format("{}\t{}\t{}\t{}\t{}\t{:.9g}\t{:.9g}\t{}\t{}\n", s.length,
-                           tsv_field(s.document), index, tsv_field(token), id, nll,
+                           escape_line(s.document), index, escape_line(token), id, nll,
                            nll / std::log(2.0), s.scores.context[i], unk);
       } else {
         out += nlohmann::json{{"length", s.length},

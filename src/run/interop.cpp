@@ -15,16 +15,13 @@
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
 #include "txl/util/json.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // NAME of DIR/NAME.safetensors or DIR/NAME.pt, with its folder.
 std::string stem_of(const std::string& out) {
@@ -55,30 +52,7 @@ void check_output(const std::string& path, const ExportOptions& o, const RunPath
     throw InputError(fmt::format("--out {}: the folder {} does not exist", o.out, parent.string()));
 }
 
-std::string escape_token(const std::string& t) {
-  std::string out;
-  for (const char ch : t) {
-    switch (ch) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
-std::string unescape_token(const std::string& line, const std::string& where) {
+std::string unescape_line(const std::string& line, const std::string& where) {
   std::string out;
   for (size_t i = 0; i < line.size(); ++i) {
     if (line[i] != '\\') {
@@ -104,7 +78,7 @@ std::string unescape_token(const std::string& line, const std::string& where) {
 
 std::string vocab_text(const Vocab& vocab) {
   std::string out;
-  for (const auto& t : vocab.tokens()) out += escape_token(t) + "\n";
+  for (const auto& t : vocab.tokens()) out += escape_line(t) + "\n";
   return out;
 }
 
@@ -127,12 +101,12 @@ Vocab read_vocab_text(const std::string& path, TokenizerKind kind) {
       throw InputError(where +
                        ": ends with a carriage return (a Windows line end); save the file with "
                        "\\n line ends (a token's own carriage return is written \\r)");
-    const std::string token = unescape_token(text.substr(start, end - start), where);
+    const std::string token = unescape_line(text.substr(start, end - start), where);
     if (token.empty())
       throw InputError(where + ": an empty line (a token is at least one character)");
     if (!seen.insert(token).second)
       throw InputError(
-          fmt::format("{}: token \"{}\" was already given", where, escape_token(token)));
+          fmt::format("{}: token \"{}\" was already given", where, escape_line(token)));
     tokens.push_back(token);
     start = end + 1;
   }

@@ -13,6 +13,7 @@
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
 #include "txl/util/json.h"
+#include "txl/util/text.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "weight files are little-endian; this host is not");
@@ -282,7 +283,7 @@ WeightFile read_all(const WeightReader& reader) {
 
 WeightReader::WeightReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)) {
   const std::string& path = source_->name();
-  const bool pt_name = path.size() >= 3 && path.compare(path.size() - 3, 3, ".pt") == 0;
+  const bool pt_name = ends_with(path, ".pt");
   if (starts_with_bytes(*source_, kLegacyTorchMagic, 4)) {
     throw InputError(fmt::format(
         "{}: not a zip archive, so not what torch.save writes since PyTorch 1.6 (the legacy format "

@@ -1,9 +1,8 @@
 #include "txl/util/byte_source.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -77,18 +76,9 @@ std::string ByteSource::read_string(uint64_t at, uint64_t n) const {
 }
 
 std::unique_ptr<ByteSource> open_file_source(const std::string& path, const std::string& expected) {
-  const FileKind kind = file_kind(path);
-  if (kind == FileKind::kMissing) throw InputError(path + ": no such file");
-  check_not_special(path, expected);
-  // O_NONBLOCK: a FIFO put there since the check cannot block the open; fstat sees it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path + ": is not a regular file, expected " + expected);
-  }
-  return std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size), path);
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, expected, &size);
+  return std::make_unique<FileSource>(fd, size, path);
 }
 
 std::unique_ptr<ByteSource> string_source(std::string bytes, const std::string& name) {

@@ -85,7 +85,7 @@ void check_not_special(const std::string& path, const std::string& expected) {
   throw InputError(path + ": is " + describe(kind) + ", expected " + expected);
 }
 
-std::string read_regular_file(const std::string& path, const std::string& expected) {
+int open_regular_file(const std::string& path, const std::string& expected, uint64_t* size) {
   const FileKind kind = file_kind(path);
   if (kind == FileKind::kMissing) throw InputError(path + ": no such file");
   check_not_special(path, expected);
@@ -99,8 +99,15 @@ std::string read_regular_file(const std::string& path, const std::string& expect
     ::close(fd);
     throw InputError(path + ": is " + describe(opened) + ", expected " + expected);
   }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+std::string read_regular_file(const std::string& path, const std::string& expected) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, expected, &size);
   std::string text;
-  if (st.st_size > 0) text.reserve(static_cast<size_t>(st.st_size));
+  text.reserve(static_cast<size_t>(size));
   char buf[1 << 16];
   while (true) {
     const ssize_t n = ::read(fd, buf, sizeof buf);

@@ -56,6 +56,33 @@ std::string format_duration(double seconds) {
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string escape_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string format_bytes(double bytes) {
   if (bytes < 1e9) return fmt::format("{:.0f} MB", std::max(0.0, bytes) / 1e6);
   return fmt::format("{:.1f} GB", bytes / 1e9);

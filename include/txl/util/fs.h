@@ -43,6 +43,10 @@ std::string link_target(const std::string& path);
 // the open cannot block: the file is opened without waiting and checked again.
 std::string read_regular_file(const std::string& path, const std::string& expected);
 
+// The same checks, then the file opened for reading (O_CLOEXEC, never blocking on a FIFO) and
+// its size in `size`, for a caller that reads it in pieces; the caller closes the descriptor.
+int open_regular_file(const std::string& path, const std::string& expected, uint64_t* size);
+
 // InputError "PATH: is a FIFO (named pipe), expected <expected>" when something other than a
 // regular file is at `path` (after following links); nothing there is fine.
 void check_not_special(const std::string& path, const std::string& expected);

@@ -21,6 +21,13 @@ std::string suggestion(const std::string& wrong, const std::vector<std::string>&
 // when pasted.
 std::string shell_quote(const std::string& s);
 
+// Whether `s` ends with `tail`.
+bool ends_with(const std::string& s, const std::string& tail);
+
+// `text` on one line: a backslash, a line end, a carriage return and a tab written \\, \n, \r
+// and \t (vocab.txt's tokens, the per-token table's fields).
+std::string escape_line(const std::string& text);
+
 // "mm:ss", or "h:mm:ss" from an hour on (negative durations read 00:00).
 std::string format_duration(double seconds);
 
