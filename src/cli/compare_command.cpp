@@ -1,4 +1,5 @@
-// txl compare RUN RUN ... [--lengths 64,128] [--method M] [--split S] [--json F] [--plot F.png]
+// txl compare RUN RUN ... [--lengths 64,128] [--method M] [--split S | --text FILE...]
+//             [--json F] [--plot F.png]
 #include <spdlog/fmt/fmt.h>
 
 #include <filesystem>
@@ -7,10 +8,12 @@
 #include "txl/cli/commands.h"
 #include "txl/cli/eval_options.h"
 #include "txl/eval/compare_runs.h"
+#include "txl/eval/text_documents.h"
 #include "txl/platform/runtime.h"
 #include "txl/probe/assessment.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
+#include "txl/util/text.h"
 
 namespace txl {
 
@@ -21,6 +24,7 @@ namespace fs = std::filesystem;
 struct CompareCommandOptions : EvalCliOptions {
   std::vector<std::string> run_dirs;
   std::string plot_path;
+  std::vector<std::string> texts;  // --text FILE...: files to score instead of a split
 };
 
 bool ends_with_png(const std::string& path) {
@@ -50,6 +54,50 @@ void check_distinct_outputs(const CompareCommandOptions& o) {
   }
 }
 
+// With --text: each file's tokens, <unk>s and every run's perplexity on it alone.
+std::string format_texts(const CompareOutcome& outcome) {
+  if (outcome.texts.empty()) return "";
+  const Comparison& c = outcome.comparison;
+  std::string out = "per file (each scored on its own; the table is their total):\n";
+  for (const auto& t : outcome.texts) {
+    out += fmt::format("  {}: {} tokens, {} <unk>", t.file, t.tokens, t.unknown);
+    for (size_t i = 0; i < c.lengths.size(); ++i) {
+      std::vector<std::string> cells;
+      for (size_t r = 0; r < c.runs.size(); ++r) {
+        cells.push_back(c.runs[r].name + " " +
+                        (c.runs[r].evaluated(i) ? fmt::format("{:.3f}", t.results[r][i].ppl())
+                                                : std::string("n/a")));
+      }
+      out += fmt::format(" | L {} ppl {}", c.lengths[i], join(cells));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// {"file", "tokens", "unknown", "runs": [{"name", "results": [{"length", "tokens", "nll_sum",
+// "ppl"}]}]} per file; an n/a length is left out.
+nlohmann::json texts_to_json(const CompareOutcome& outcome) {
+  const Comparison& c = outcome.comparison;
+  nlohmann::json texts = nlohmann::json::array();
+  for (const auto& t : outcome.texts) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (size_t r = 0; r < c.runs.size(); ++r) {
+      nlohmann::json results = nlohmann::json::array();
+      for (size_t i = 0; i < c.lengths.size(); ++i) {
+        if (!c.runs[r].evaluated(i)) continue;
+        const EvalResult& e = t.results[r][i];
+        results.push_back(
+            {{"length", e.length}, {"tokens", e.tokens}, {"nll_sum", e.nll}, {"ppl", e.ppl()}});
+      }
+      runs.push_back({{"name", c.runs[r].name}, {"results", results}});
+    }
+    texts.push_back(
+        {{"file", t.file}, {"tokens", t.tokens}, {"unknown", t.unknown}, {"runs", runs}});
+  }
+  return texts;
+}
+
 int run_compare(const CompareCommandOptions& o) {
   // Every option before any work: bad input writes nothing. A DIR@aid run takes --aid-factor.
   bool runs_have_aids = false;
@@ -59,7 +107,9 @@ int run_compare(const CompareCommandOptions& o) {
     runs_have_aids = true;
     if (aid_in_use.empty()) aid_in_use = "run " + arg;
   }
-  const EvalPlan plan = check_eval_options(o, runs_have_aids);
+  check_text_options(o.texts, o.split);
+  EvalPlan plan = check_eval_options(o, runs_have_aids);
+  plan.texts = o.texts;
   check_output_path(o.plot_path, "--plot");
   if (!o.plot_path.empty() && !ends_with_png(o.plot_path)) {
     throw InputError("--plot " + o.plot_path + " must end in .png (an .svg is written next to it)");
@@ -70,7 +120,7 @@ int run_compare(const CompareCommandOptions& o) {
   const ProbeRequest probe_request = check_probe_options(o, aid_in_use);
   set_threads(o.threads);
   const auto [outcome, probes] = assess_runs(CompareOptions{plan, o.run_dirs}, probe_request);
-  const auto& [c, stats] = outcome;
+  const auto& [c, stats, texts] = outcome;
   ProbeComparison probe_table;
   if (!probe_request.names.empty()) {
     std::vector<std::string> names;
@@ -80,14 +130,18 @@ int run_compare(const CompareCommandOptions& o) {
 
   // Table and JSON first, so a missing plotting tool loses nothing.
   fmt::print("{}", format_comparison_table(c));
+  fmt::print("{}", format_texts(outcome));
   fmt::print("{}", format_probe_comparison(probe_table));
-  if (stats.unknown > 0) {
+  for (const auto& t : texts)
+    fmt::print(stderr, "{}", unknown_warning(t.file, t.tokens, t.unknown));
+  if (stats.unknown > 0 && texts.empty()) {
     fmt::print(
         "note: {} of {} tokens in {} are not in the runs' vocabulary and were scored as <unk>\n",
         stats.unknown, stats.tokens, c.split);
   }
   if (!o.json_path.empty()) {
     auto json = comparison_to_json(c);
+    if (!texts.empty()) json["texts"] = texts_to_json(outcome);
     if (!probe_request.names.empty()) {
       json["probes"] = to_json(probe_table);
       json["probe_runs"] = nlohmann::json::array();
@@ -120,6 +174,11 @@ void setup_compare(CLI::App& app, int& exit_code) {
                    {"the first run's", "each run's",
                     "Evaluate again even when a run's eval-cache holds the result (and refresh it)",
                     "Also write the comparison as JSON to this file"});
+  cmd->add_option("--text", o->texts,
+                  "Score these files instead of a split (each on its own, and the total; the "
+                  "runs share one vocabulary, so the same tokens in the same windows); - is "
+                  "standard input. --probes build their instances from the files joined in "
+                  "order");
   cmd->add_option("--plot", o->plot_path,
                   "Draw perplexity against length into this .png (and .svg) with gnuplot");
   cmd->callback([o, cmd, &exit_code] {

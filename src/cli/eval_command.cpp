@@ -10,6 +10,7 @@
 #include "txl/cli/eval_shards.h"
 #include "txl/cli/output_path.h"
 #include "txl/eval/per_token.h"
+#include "txl/eval/text_documents.h"
 #include "txl/platform/runtime.h"
 #include "txl/probe/assessment.h"
 #include "txl/probe/run_probes.h"
@@ -27,20 +28,14 @@ struct EvalCommandOptions : EvalCliOptions {
   std::string per_token;             // --per-token FILE.tsv|.jsonl
 };
 
-// Above this share of <unk>, a perplexity says more about the vocabulary than the model.
-constexpr double kUnkWarning = 0.05;
-
-void check_text_options(const EvalCommandOptions& o) {
-  if (o.texts.empty()) return;
-  if (!o.split.empty())
-    throw InputError("--split " + o.split + " and --text both say what to score; give one");
-  if (o.probes || !o.probe_sets.empty())
-    throw InputError(
-        "--probes score a run's split; with --text they are not supported yet (leave --probes "
-        "and --probe-set out, or score the split)");
-  int stdin_count = 0;
-  for (const auto& t : o.texts) stdin_count += t == "-";
-  if (stdin_count > 1) throw InputError("--text - (standard input) can be given once");
+// --text as eval takes it: the checks compare shares, and no --shard (a shard file names the
+// run's split, which is what --merge checks the shards against).
+void check_eval_text_options(const EvalCommandOptions& o) {
+  check_text_options(o.texts, o.split);
+  if (!o.texts.empty() && o.shard)
+    throw InputError("--shard " + *o.shard +
+                     " scores the probes on the run's split; with --text the probes run in one "
+                     "process (leave --shard out)");
 }
 
 void print_unknown_notes(const EvalReport& report, const EncodeStats& stats) {
@@ -53,16 +48,8 @@ void print_unknown_notes(const EvalReport& report, const EncodeStats& stats) {
     }
     return;
   }
-  for (const auto& d : report.documents) {
-    const double rate = d.tokens > 0 ? double(d.unknown) / double(d.tokens) : 0.0;
-    if (rate > kUnkWarning) {
-      fmt::print(stderr,
-                 "warning: {}: {:.1f}% of its tokens ({} of {}) are not in the run's vocabulary "
-                 "and were scored as <unk>; a perplexity over so many <unk> says little about "
-                 "the model\n",
-                 d.file, 100 * rate, d.unknown, d.tokens);
-    }
-  }
+  for (const auto& d : report.documents)
+    fmt::print(stderr, "{}", unknown_warning(d.file, d.tokens, d.unknown));
 }
 
 // `given`: the option names on the command line (what --shard and --merge refuse).
@@ -72,7 +59,7 @@ int run_eval(const EvalCommandOptions& o, const std::vector<std::string>& given)
     throw InputError(
         "txl eval needs --run DIR (the run to evaluate), or --merge FILES (probe "
         "shard files to merge)");
-  check_text_options(o);
+  check_eval_text_options(o);
   if (o.shard) return run_probe_shard(o, o.run_dir, *o.shard, given);
   // Every option before any work, so bad input writes nothing.
   EvalPlan plan = check_eval_options(o);
@@ -112,11 +99,13 @@ void setup_eval(CLI::App& app, int& exit_code) {
                     "Also write the results as JSON to this file"});
   cmd->add_option("--text", o->texts,
                   "Score these files instead of a split (each on its own, and the total), read "
-                  "with the run's tokenizer; - is standard input");
+                  "with the run's tokenizer; - is standard input. --probes build their "
+                  "instances from the files joined in order");
   cmd->add_option(
       "--per-token", o->per_token,
-      "FILE.tsv or FILE.jsonl: one row per scored token (length, document, index, "
-      "token, id, nll, bits, context, unk), in text order; evaluates without the cache");
+      "FILE.tsv or FILE.jsonl: one row per scored token (length, document, index, token, id, "
+      "nll, bits, context, unk, word_index, word, word_nll), in text order; word_nll (the word's "
+      "summed NLL) on its last token only; evaluates without the cache");
   cmd->add_option("--shard", o->shard,
                   "K/N: score only shard K of N of the probes' windows (0 <= K < N <= 4096) and "
                   "write them with --json for --merge; no perplexity table");

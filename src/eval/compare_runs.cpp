@@ -10,8 +10,8 @@
 #include "txl/data/corpus.h"
 #include "txl/eval/cache.h"
 #include "txl/eval/eval_footprint.h"
-#include "txl/eval/progress.h"
 #include "txl/eval/protocol.h"
+#include "txl/eval/text_documents.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
@@ -113,17 +113,33 @@ void plan_requests(ComparedRuns& c) {
     throw InputError("nothing to compare: " + reasons);
 }
 
-// 3. The split of every run's corpus (runs on one corpus share it): the same token ids for
-// all, or the runs would score different text.
-std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c, EncodeStats& stats,
-                                                        TokenCacheWrites& writes) {
-  std::map<std::string, std::vector<int32_t>> splits;
+// The documents run r scores: the --text files (kTexts), or its corpus's split.
+constexpr const char* kTexts = "--text";
+std::string documents_key(const ComparedRuns& c, size_t r, const CompareOptions& o) {
+  return o.texts.empty() ? c.runs[r].config.data.dir : kTexts;
+}
+using DocumentsByKey = std::map<std::string, std::vector<TextDocument>>;
+
+// 3. What the runs score. --text: the files, read once with the runs' one vocabulary (step 1
+// checked that they share it, so each run's tokenizer reads them the same). Otherwise the
+// split of every run's corpus (runs on one corpus share it): the same token ids for all, or
+// the runs would score different text.
+DocumentsByKey load_documents(const ComparedRuns& c, const CompareOptions& o, EncodeStats& stats,
+                              TokenCacheWrites& writes) {
+  DocumentsByKey docs;
+  if (!o.texts.empty()) {
+    docs[kTexts] = load_text_documents(o.texts, c.runs[0].vocab, &stats, &writes);
+    return docs;
+  }
   uint64_t checksum0 = 0;
   for (size_t r = 0; r < c.runs.size(); ++r) {
     const auto& dir = c.runs[r].config.data.dir;
-    if (!splits.count(dir))
-      splits[dir] = load_split(dir, c.split, c.runs[r].vocab, r == 0 ? &stats : nullptr, &writes);
-    const uint64_t sum = checksum_ids(splits[dir]);
+    if (!docs.count(dir)) {
+      TextDocument split{"", c.split, {}, {}};
+      split.ids = load_split(dir, c.split, c.runs[r].vocab, r == 0 ? &stats : nullptr, &writes);
+      docs[dir].push_back(std::move(split));
+    }
+    const uint64_t sum = checksum_ids(docs[dir].front().ids);
     if (r == 0) checksum0 = sum;
     if (sum != checksum0) {
       throw InputError("runs " + c.specs[0].dir + " and " + c.specs[r].dir +
@@ -131,25 +147,28 @@ std::map<std::string, std::vector<int32_t>> load_splits(const ComparedRuns& c, E
                        c.runs[0].config.data.dir + " differs from that of " + dir);
     }
   }
-  return splits;
+  return docs;
 }
 
-// Every run at every length it is evaluated at must fit in memory before the first is.
-void check_runs_fit(const ComparedRuns& c,
-                    const std::map<std::string, std::vector<int32_t>>& splits) {
+// Every run at every length it is evaluated at must fit in memory, for every document,
+// before the first is.
+void check_runs_fit(const ComparedRuns& c, const DocumentsByKey& docs, const CompareOptions& o) {
   for (size_t r = 0; r < c.runs.size(); ++r) {
     if (!c.supported[r]) continue;
-    const auto tokens = static_cast<int64_t>(splits.at(c.runs[r].config.data.dir).size());
-    for (size_t i = 0; i < c.lengths.size(); ++i) {
-      if (c.skipped[r][i].empty())
-        check_eval_fits(c.runs[r].model, request_for(c, r, c.lengths[i]), tokens);
+    for (const auto& d : docs.at(documents_key(c, r, o))) {
+      for (size_t i = 0; i < c.lengths.size(); ++i) {
+        if (c.skipped[r][i].empty())
+          check_eval_fits(c.runs[r].model, request_for(c, r, c.lengths[i]),
+                          static_cast<int64_t>(d.ids.size()));
+      }
     }
   }
 }
 
-// 4. One run's column: every length through the run's cache (n/a where skipped).
-CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>& ids,
-                           const CompareOptions& o) {
+// 4. One run's column: every length through the run's cache (n/a where skipped), each
+// document on its own and their total; `each` gets every length's per-document results.
+CompareRun evaluate_column(ComparedRuns& c, size_t r, std::vector<TextDocument>& docs,
+                           const CompareOptions& o, std::vector<std::vector<EvalResult>>& each) {
   auto& run = c.runs[r];
   CompareRun cr;
   cr.dir = c.specs[r].dir;
@@ -157,25 +176,26 @@ CompareRun evaluate_column(ComparedRuns& c, size_t r, const std::vector<int32_t>
   cr.supported = c.supported[r];
   if (!cr.supported) cr.unsupported = skipped_reasons(c.lengths, c.skipped[r]);
   cr.skipped = c.skipped[r];
-  CachedEvaluator evaluator(run, o.checkpoint, c.split, ids, o.read_cache);
-  cr.identity = identify_run(run, evaluator.subject().checkpoint);
+  cr.identity =
+      identify_run(run, fs::path(checkpoint_file(run.paths, o.checkpoint)).filename().string());
   if (!cr.supported) return cr;
   for (size_t i = 0; i < c.lengths.size(); ++i) {
     const int64_t length = c.lengths[i];
+    EvalResult none;
+    none.length = length;
     if (!cr.skipped[i].empty()) {
-      EvalResult none;
-      none.length = length;
       cr.results.push_back(none);
       cr.cached.push_back(false);
+      each.emplace_back(docs.size(), none);
       continue;
     }
-    bool cached = false;
-    EvalProgressPrinter progress(fmt::format("{} length {}", cr.name, length));
-    cr.results.push_back(
-        evaluator.evaluate(request_for(c, r, length), &cached, progress.callback()));
-    cr.cached.push_back(cached);
+    DocumentScores scores =
+        score_documents(run, o.checkpoint, docs, request_for(c, r, length), o.read_cache, cr.name);
+    cr.results.push_back(scores.total);
+    cr.cached.push_back(scores.cached);
+    each.push_back(std::move(scores.each));
     fmt::print(stderr, "  {} length {:>6}: ppl {:.3f} over {} tokens{}\n", cr.name, length,
-               cr.results.back().ppl(), cr.results.back().tokens, cached ? " (cached)" : "");
+               cr.results.back().ppl(), cr.results.back().tokens, scores.cached ? " (cached)" : "");
   }
   return cr;
 }
@@ -234,17 +254,19 @@ struct PreparedComparison::State {
   ComparedRuns runs;
   EncodeStats stats;
   TokenCacheWrites cache_writes;  // kept until every check, the caller's too, has passed
-  std::map<std::string, std::vector<int32_t>> splits;
+  DocumentsByKey documents;
+  std::vector<int32_t> joined;  // several --text files joined, once the probes ask
 };
 
 PreparedComparison::PreparedComparison(const CompareOptions& o)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.options = o;
+  check_text_options(o.texts, o.split);
   s.runs = load_compared_runs(o);
   plan_requests(s.runs);
-  s.splits = load_splits(s.runs, s.stats, s.cache_writes);
-  check_runs_fit(s.runs, s.splits);
+  s.documents = load_documents(s.runs, o, s.stats, s.cache_writes);
+  check_runs_fit(s.runs, s.documents, o);
 }
 
 PreparedComparison::~PreparedComparison() = default;
@@ -252,8 +274,11 @@ PreparedComparison::~PreparedComparison() = default;
 size_t PreparedComparison::runs() const { return state_->runs.runs.size(); }
 
 LoadedEval PreparedComparison::loaded(size_t r) {
-  auto& run = state_->runs.runs[r];
-  return {run, state_->splits.at(run.config.data.dir), state_->runs.lengths};
+  State& s = *state_;
+  const auto& docs = s.documents.at(documents_key(s.runs, r, s.options));
+  if (docs.size() == 1) return {s.runs.runs[r], docs.front().ids, s.runs.lengths};
+  if (s.joined.empty()) s.joined = joined_ids(docs);  // the probes read the files joined
+  return {s.runs.runs[r], s.joined, s.runs.lengths};
 }
 
 void PreparedComparison::commit() { state_->cache_writes.commit(); }
@@ -266,15 +291,27 @@ CompareOutcome PreparedComparison::evaluate() {
   Comparison& c = out.comparison;
   c.data_dir = runs.runs[0].config.data.dir;
   c.corpus = run_name(c.data_dir);
-  c.split = runs.split;
+  c.split = o.texts.empty() ? runs.split : "text";
+  if (!o.texts.empty()) {
+    c.corpus = fmt::format("{} text file(s)", o.texts.size());
+    c.data_dir = join(o.texts);
+  }
   c.tokenizer = to_string(runs.runs[0].config.data.tokenizer);
   c.bytes_per_token = bytes_per_token(out.stats);
   c.method = o.settings.protocol;
   c.precision = to_string(o.settings.precision);
   c.lengths = runs.lengths;
   c.per_position = o.per_position;
+  for (const auto& d : state_->documents.begin()->second)
+    if (!d.file.empty()) out.texts.push_back({d.file, d.stats.tokens, d.stats.unknown, {}});
   for (size_t r = 0; r < runs.runs.size(); ++r) {
-    c.runs.push_back(evaluate_column(runs, r, state_->splits.at(runs.runs[r].config.data.dir), o));
+    std::vector<std::vector<EvalResult>> each;  // per length, per document
+    auto& docs = state_->documents.at(documents_key(runs, r, o));
+    c.runs.push_back(evaluate_column(runs, r, docs, o, each));
+    for (size_t k = 0; k < out.texts.size(); ++k) {
+      out.texts[k].results.emplace_back();
+      for (const auto& at_length : each) out.texts[k].results.back().push_back(at_length[k]);
+    }
   }
   return out;
 }

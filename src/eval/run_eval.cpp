@@ -3,17 +3,13 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <map>
 
 #include "txl/data/corpus.h"
-#include "txl/eval/cache.h"
 #include "txl/eval/eval_footprint.h"
 #include "txl/eval/evaluate.h"
-#include "txl/eval/progress.h"
 #include "txl/eval/protocol.h"
 #include "txl/run/run_dir.h"
 #include "txl/util/error.h"
-#include "txl/util/hash.h"
 
 namespace txl {
 
@@ -39,86 +35,32 @@ PreparedEval::PreparedEval(const RunEvalOptions& o, bool check_lengths)
 
 void PreparedEval::load_documents() {
   if (options_.texts.empty()) {
-    Document split{"", split_, {}, {}};
+    TextDocument split{"", split_, {}, {}};
     split.ids = load_split(run_.config.data.dir, split_, run_.vocab, &split.stats, &cache_writes_);
     stats_ = split.stats;
     documents_.push_back(std::move(split));
     return;
   }
   split_ = "text";
-  for (const auto& file : options_.texts) {
-    Document d;
-    d.file = file;
-    d.ids = load_text(file, run_.vocab, &d.stats, &cache_writes_);
-    // The cache knows a text by its tokens' checksum, never by its file's name.
-    d.label = "text-" + hex64(checksum_ids(d.ids)).substr(0, 12);
-    stats_.tokens += d.stats.tokens;
-    stats_.unknown += d.stats.unknown;
-    stats_.bytes += d.stats.bytes;
-    documents_.push_back(std::move(d));
-  }
+  documents_ = load_text_documents(options_.texts, run_.vocab, &stats_, &cache_writes_);
 }
 
-namespace {
-
-// `r`'s windows after `total`'s: the total over documents scored one after the other.
-void add_result(EvalResult& total, const EvalResult& r) {
-  if (total.tokens == 0 && total.window_nll.empty()) {
-    total = r;
-    return;
-  }
-  total.tokens += r.tokens;
-  total.nll += r.nll;
-  total.window_nll.insert(total.window_nll.end(), r.window_nll.begin(), r.window_nll.end());
-  total.window_tokens.insert(total.window_tokens.end(), r.window_tokens.begin(),
-                             r.window_tokens.end());
-  // Buckets by the window position they start at, a mean weighted by count. A document
-  // shorter than the length has narrower buckets (its window is shorter): every bucket of
-  // either is kept, so the counts still add up to the tokens.
-  std::map<int64_t, std::pair<double, int64_t>> buckets;  // start -> (NLL sum, tokens)
-  for (const EvalResult* e : std::initializer_list<const EvalResult*>{&total, &r}) {
-    for (size_t b = 0; b < e->position_start.size(); ++b) {
-      auto& [sum, count] = buckets[e->position_start[b]];
-      sum += e->position_nll[b] * static_cast<double>(e->position_count[b]);
-      count += e->position_count[b];
-    }
-  }
-  total.position_start.clear();
-  total.position_nll.clear();
-  total.position_count.clear();
-  for (const auto& [start, bucket] : buckets) {
-    total.position_start.push_back(start);
-    total.position_nll.push_back(bucket.first / static_cast<double>(bucket.second));
-    total.position_count.push_back(bucket.second);
-  }
+LoadedEval PreparedEval::loaded() {
+  if (documents_.size() == 1) return {run_, documents_.front().ids, lengths_};
+  // Several --text files: the probes read them joined in order, one stream.
+  if (joined_.empty()) joined_ = joined_ids(documents_);
+  return {run_, joined_, lengths_};
 }
-
-}  // namespace
 
 EvalResult PreparedEval::evaluate_documents(int64_t length, bool* cached, EvalReport& report) {
-  EvalResult total;
-  *cached = true;
-  for (size_t k = 0; k < documents_.size(); ++k) {
-    Document& d = documents_[k];
-    CachedEvaluator evaluator(run_, options_.checkpoint, d.label, d.ids, options_.read_cache);
-    if (k == 0) report.identity = identify_run(run_, evaluator.subject().checkpoint);
-    const std::string what = d.file.empty() ? fmt::format("length {}", length)
-                                            : fmt::format("{} at length {}", d.file, length);
-    EvalProgressPrinter progress(what);
-    bool hit = false;
-    EvalResult r;
-    if (options_.per_token.empty()) {
-      r = evaluator.evaluate(request(length), &hit, progress.callback());
-    } else {  // every token's NLL: evaluated, never read from the cache
-      per_token_.push_back({length, d.file.empty() ? d.label : d.file, &d.ids, {}});
-      r = txl::evaluate(run_.model, d.ids, request(length), progress.callback(),
-                        &per_token_.back().scores);
-    }
-    *cached = *cached && hit;
-    if (!d.file.empty()) report.documents[k].results.push_back(r);
-    add_result(total, r);
-  }
-  return total;
+  DocumentScores scores =
+      score_documents(run_, options_.checkpoint, documents_, request(length), options_.read_cache,
+                      "", options_.per_token.empty() ? nullptr : &per_token_);
+  report.identity = identify_run(run_, scores.checkpoint);
+  *cached = scores.cached;
+  for (size_t k = 0; k < report.documents.size(); ++k)
+    report.documents[k].results.push_back(scores.each[k]);
+  return scores.total;
 }
 
 // Each length evaluated or n/a with the reason (request_unavailable); a refused request, or

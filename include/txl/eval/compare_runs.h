@@ -29,14 +29,27 @@ struct RunSpec {
 };
 RunSpec parse_run_spec(const std::string& arg, const EvalSettings& base);
 
-// The plan's settings hold for every run; a run given as DIR@aid replaces the aid.
+// The plan's settings hold for every run; a run given as DIR@aid replaces the aid. With
+// texts (--text), the runs score those files instead of a split: each a document of its own,
+// the columns their total; the runs share one vocabulary (as on a split), so the files are
+// read once with it and every run scores the same tokens in the same windows. Refused as
+// txl eval refuses them (text_documents.h, load_text), before any evaluation.
 struct CompareOptions : EvalPlan {
   std::vector<std::string> runs;  // parse_run_spec arguments, at least one
 };
 
+// With --text: one file, its tokens and <unk>s, and each run's result per length on it alone
+// (an n/a length's result is empty).
+struct CompareText {
+  std::string file;
+  int64_t tokens = 0, unknown = 0;
+  std::vector<std::vector<EvalResult>> results;  // per run, per length
+};
+
 struct CompareOutcome {
   Comparison comparison;
-  EncodeStats stats;  // the first run's split: tokens scored as <unk>
+  EncodeStats stats;  // the first run's split (or every --text file): tokens scored as <unk>
+  std::vector<CompareText> texts;  // with --text: per file, in order
 };
 
 // The comparison in its two phases, so that a caller can add checks of its own between them
@@ -52,7 +65,8 @@ class PreparedComparison {
   PreparedComparison& operator=(const PreparedComparison&) = delete;
 
   size_t runs() const;
-  LoadedEval loaded(size_t r);  // run r as given (its split, the compared lengths)
+  // Run r as given (its split or the --text files joined in order, the compared lengths).
+  LoadedEval loaded(size_t r);
   void commit();
   CompareOutcome evaluate();
 

@@ -3,12 +3,16 @@
 // perplexity txl prints is the sum of.
 //
 // FILE.tsv: a header line, then tab-separated
-//   length  document  index  token  id  nll  bits  context  unk
+//   length  document  index  token  id  nll  bits  context  unk  word_index  word  word_nll
 // FILE.jsonl: one object a line with the same keys. `index` is the token's place in its
 // document's token sequence (the first token is never scored: nothing precedes it), `token` its
 // text (in TSV with \\, \t, \n, \r escaped), `nll` in nats, `bits` the same in bits, `context`
 // the tokens it was conditioned on, `unk` 1 where the text's token was not in the vocabulary.
-// Not yet: the word a subword or byte token belongs to and the word's summed surprisal.
+// `word_index` and `word` are the word of the document the token belongs to (token_words.h:
+// the token itself for a word run; for char, byte and subword runs the whitespace-delimited
+// word, the whitespace before it included), `word_nll` the word's surprisal: the sum of its
+// scored tokens' NLL in nats, on the word's last scored token only (empty in TSV, null in
+// JSONL on the others), so the column adds up to the total as `nll` does.
 #pragma once
 
 #include <cstdint>

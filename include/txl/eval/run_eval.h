@@ -13,6 +13,7 @@
 #include "txl/eval/per_token.h"
 #include "txl/eval/report.h"
 #include "txl/eval/request.h"
+#include "txl/eval/text_documents.h"
 #include "txl/run/run_dir.h"
 
 namespace txl {
@@ -21,7 +22,7 @@ namespace txl {
 // split, the lengths.
 struct LoadedEval {
   LoadedRun& run;
-  const std::vector<int32_t>& ids;      // the split
+  const std::vector<int32_t>& ids;      // the split, or the --text files joined in order
   const std::vector<int64_t>& lengths;  // resolved (the run's eval.lengths by default)
 };
 
@@ -48,8 +49,8 @@ class PreparedEval {
   PreparedEval(const PreparedEval&) = delete;
   PreparedEval& operator=(const PreparedEval&) = delete;
 
-  // The split, or the first --text file.
-  LoadedEval loaded() { return {run_, documents_.front().ids, lengths_}; }
+  // The split, or the --text files joined in order (what the probes read).
+  LoadedEval loaded();
   void commit() { cache_writes_.commit(); }
   RunEvalOutcome evaluate();
 
@@ -57,19 +58,15 @@ class PreparedEval {
   EvalRequest request(int64_t length) const;
   void decide_lengths();
 
-  // The texts scored: the split, or each --text file, with the label its cache entries carry.
-  struct Document {
-    std::string file, label;
-    std::vector<int32_t> ids;
-    EncodeStats stats;
-  };
+  // The texts scored: the split, or each --text file (text_documents.h).
   void load_documents();
   EvalResult evaluate_documents(int64_t length, bool* cached, EvalReport& report);
 
   RunEvalOptions options_;
   LoadedRun run_;
   std::string split_;
-  std::vector<Document> documents_;
+  std::vector<TextDocument> documents_;
+  std::vector<int32_t> joined_;            // several --text files joined, once the probes ask
   std::vector<PerTokenScores> per_token_;  // with --per-token: each length's, each document's
   std::vector<int64_t> lengths_;
   std::vector<std::string> skipped_;  // per length: why it is n/a ("" = evaluated)
