@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   txl::setup_info(app, exit_code);
   txl::setup_bench(app, exit_code);
   txl::setup_compare(app, exit_code);
+  txl::setup_plot(app, exit_code);
   txl::setup_sample(app, exit_code);
   txl::setup_encodings(app, exit_code);
   txl::setup_study(app, exit_code);

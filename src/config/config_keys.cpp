@@ -126,6 +126,12 @@ const Fields<TrainConfig>& train_fields() {
       {"precision", &S::precision, "fp32 | bf16 (CPU autocast; weights stay fp32)"},
       {"skip_nonfinite", &S::skip_nonfinite,
        "skip steps with a NaN/Inf loss or gradient (false: stop)"},
+      {"probes", &S::probes,
+       "probes run during training on the validation split: \"\" (none) or NAMES "
+       "[PROBE.KEY=V,...]..., as --probes and --probe-set take them (\"copy copy.count=50\")"},
+      {"probe_interval", &S::probe_interval, "steps between probe runs (>= 1)"},
+      {"probe_max_tokens", &S::probe_max_tokens,
+       "tokens the probes may forward over the whole run (all their runs together)"},
   };
   return fields;
 }

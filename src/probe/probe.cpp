@@ -108,34 +108,35 @@ std::vector<std::string> probe_names() {
 }
 
 ProbeRequest parse_probe_request(const std::string& names, const std::vector<std::string>& sets,
-                                 uint64_t seed) {
+                                 uint64_t seed, const std::string& names_flag,
+                                 const std::string& sets_flag) {
   ProbeRequest r;
   r.seed = seed;
   for (const auto& part : split(names, ',')) {
     const std::string name = part;
-    find_probe(name, "--probes");
+    find_probe(name, names_flag);
     if (std::find(r.names.begin(), r.names.end(), name) != r.names.end())
-      throw InputError("--probes names " + name + " twice");
+      throw InputError(names_flag + " names " + name + " twice");
     r.names.push_back(name);
   }
   for (const auto& set : sets) {
     const auto eq = set.find('=');
     const auto dot = set.find('.');
     if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
-      throw InputError("--probe-set \"" + set +
+      throw InputError(sets_flag + " \"" + set +
                        "\" is not PROBE.KEY=VALUES (e.g. copy.distances=32,64,128)");
     }
     const std::string probe = set.substr(0, dot), key = set.substr(dot + 1, eq - dot - 1);
-    const Probe& p = find_probe(probe, "--probe-set");
+    const Probe& p = find_probe(probe, sets_flag);
     if (std::find(r.names.begin(), r.names.end(), probe) == r.names.end())
-      throw InputError("--probe-set " + set + " sets probe " + probe +
-                       ", which --probes does not list");
+      throw InputError(sets_flag + " " + set + " sets probe " + probe + ", which " + names_flag +
+                       " does not list");
     const ProbeOptionSpec* spec = find_option(p, key);
     if (!spec) {
-      throw InputError("--probe-set " + set + ": " + probe + " has no option \"" + key +
+      throw InputError(sets_flag + " " + set + ": " + probe + " has no option \"" + key +
                        "\"; its options: " + join(option_keys(p)));
     }
-    const std::string name = "--probe-set " + probe + "." + key;
+    const std::string name = sets_flag + " " + probe + "." + key;
     if (r.settings[probe].count(key))  // as a repeated --lengths or config key is
       throw InputError(name + " is given twice; give each probe option once");
     auto values = parse_number_list(set.substr(eq + 1), name);

@@ -4,29 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
+#include "txl/eval/metrics_plots.h"
+#include "txl/eval/run_metrics.h"
 #include "txl/run/run_dir.h"
 
 namespace txl {
 
 namespace {
 
-using nlohmann::json;
-
-std::vector<json> metrics_lines(const StudyPaths& paths, const std::string& cell) {
-  std::vector<json> out;
-  std::ifstream in(RunPaths{paths.run_dir(cell)}.metrics());
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      out.push_back(json::parse(line));
-    } catch (const json::exception&) {
-      // a line cut by kill -9: skip it
-    }
-  }
-  return out;
+// What the cell logged, as far as it can be read (a line cut by kill -9 is passed over), a
+// resumed cell read as one run (eval/run_metrics.h).
+LabelledMetrics cell_metrics(const StudyPaths& paths, const std::string& cell) {
+  return {cell,
+          read_run_metrics(RunPaths{paths.run_dir(cell)}.metrics(), MetricsReading::kLenient)};
 }
 
 }  // namespace
@@ -37,11 +28,8 @@ std::string study_corpus_name(const StudySpec& spec) {
 
 // The last validation perplexity in the cell's metrics (0 when none).
 double last_valid_ppl(const StudyPaths& paths, const std::string& cell) {
-  double ppl = 0.0;
-  for (const auto& j : metrics_lines(paths, cell)) {
-    if (j.contains("valid_ppl") && j["valid_ppl"].is_number()) ppl = j["valid_ppl"];
-  }
-  return ppl;
+  const RunMetrics metrics = cell_metrics(paths, cell).metrics;
+  return metrics.validations.empty() ? 0.0 : metrics.validations.back().ppl;
 }
 
 PlotSpec ppl_plot_spec(const StudySpec& spec, const StudyStats& stats, size_t p) {
@@ -117,15 +105,9 @@ PlotSpec training_plot_spec(const StudySpec& spec, const StudyPaths& paths,
   s.key_title = "";
   s.points = validation;
   for (const auto& c : cells) {
-    PlotSeries series;
-    series.label = c.name;
-    for (const auto& j : metrics_lines(paths, c.name)) {
-      const char* key = validation ? "valid_ppl" : "loss";
-      if (!j.contains(key) || !j[key].is_number() || !j.contains("step")) continue;
-      if (!validation && j.contains("valid_ppl")) continue;
-      series.x.push_back(j["step"].get<int64_t>());
-      series.y.push_back(j[key].get<double>());
-    }
+    const LabelledMetrics run = cell_metrics(paths, c.name);
+    PlotSeries series = validation ? validation_series(run, MetricsAxis::kStep)
+                                   : loss_series(run, MetricsAxis::kStep);
     if (!series.x.empty()) s.series.push_back(series);
   }
   return s;

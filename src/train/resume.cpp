@@ -9,9 +9,20 @@ namespace txl {
 
 const std::vector<std::string>& resumable_keys() {
   static const std::vector<std::string> keys = {
-      "train.max_steps", "train.log_interval", "train.eval_interval",  "train.eval_max_tokens",
-      "train.threads",   "train.device",       "train.skip_nonfinite", "data.dir",
-      "eval.lengths",    "eval.split",         "eval.batch_tokens",
+      "train.max_steps",
+      "train.log_interval",
+      "train.eval_interval",
+      "train.eval_max_tokens",
+      "train.threads",
+      "train.device",
+      "train.skip_nonfinite",
+      "train.probes",
+      "train.probe_interval",
+      "train.probe_max_tokens",
+      "data.dir",
+      "eval.lengths",
+      "eval.split",
+      "eval.batch_tokens",
   };
   return keys;
 }

@@ -31,6 +31,7 @@
 #include "txl/train/resume.h"
 #include "txl/train/schedule.h"
 #include "txl/train/step_checks.h"
+#include "txl/train/train_probes.h"
 #include "txl/train/validation_loss.h"
 #include "txl/util/clock.h"
 #include "txl/util/env.h"
@@ -58,6 +59,7 @@ struct TrainRun {
         batcher(data.train, c.train.batch_size, c.train.tgt_len),
         generator(default_generator(device)),
         tokens_per_step(c.train.batch_size * c.train.tgt_len),
+        probes(c, data),
         dist(*o.dist),
         root(dist.is_root()),
         world(dist.world_size()) {}
@@ -77,6 +79,7 @@ struct TrainRun {
   std::vector<int64_t> inject_nan;    // testing hooks, see trainer.h
   std::vector<int64_t> inject_stop;
   int64_t tokens_per_step;            // B * Q
+  TrainProbes probes;                 // train.probes, every train.probe_interval steps
   int64_t first_step = 0;             // state.step when this process started (> 0 on resume)
   int64_t first_tokens = 0;           // state.tokens_seen then
   int64_t interval_start_tokens = 0;  // state.tokens_seen at the start of the log interval
@@ -383,6 +386,12 @@ void validate_and_checkpoint(TrainRun& run) {
   save_run(run, run.paths.last_checkpoint());
 }
 
+// The probes due at this step (rank 0 only), each a line of metrics.jsonl.
+void run_probes_at_step(TrainRun& run) {
+  for (const auto& line : run.probes.run(run.model, run.generator, run.state.step))
+    write_metrics(run, line);
+}
+
 // The signal that asks the run to stop after this step (0: none); the test hook acts as
 // SIGINT.
 int requested_stop(TrainRun& run) {
@@ -456,6 +465,7 @@ TrainSummary train_model(const Config& config, const TrainOptions& options, Corp
 
     const bool at_end = run.state.step == tc.max_steps;
     if (run.state.step % tc.log_interval == 0 || at_end) log_progress(run, step.lr);
+    if (run.root && run.probes.due(run.state.step)) run_probes_at_step(run);
     if ((tc.eval_interval > 0 && run.state.step % tc.eval_interval == 0) || at_end) {
       validate_and_checkpoint(run);
     }

@@ -10,6 +10,7 @@
 #include "txl/train/batcher.h"
 #include "txl/train/footprint_estimate.h"
 #include "txl/train/step_footprint.h"
+#include "txl/train/train_probes.h"
 #include "txl/train/trainer.h"
 #include "txl/util/clock.h"
 #include "txl/util/error.h"
@@ -56,6 +57,7 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const 
   validate_adaptive_vocab(config.model.adaptive, static_cast<int64_t>(corpus.vocab.size()));
   const auto& tc = config.train;
   check_segments_fit_streams(static_cast<int64_t>(corpus.train.size()), tc);
+  plan_train_probes(config, corpus, /*print=*/true);  // train.probes and their budget
   const double limit = process_ram_limit_bytes();
   Config process = config;  // what one process trains: its share of the streams
   process.train.batch_size = std::max<int64_t>(1, tc.batch_size / std::max(1, world_size));

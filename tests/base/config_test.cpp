@@ -82,6 +82,9 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.train.device, b.train.device);
   EXPECT_EQ(a.train.precision, b.train.precision);
   EXPECT_EQ(a.train.skip_nonfinite, b.train.skip_nonfinite);
+  EXPECT_EQ(a.train.probes, b.train.probes);
+  EXPECT_EQ(a.train.probe_interval, b.train.probe_interval);
+  EXPECT_EQ(a.train.probe_max_tokens, b.train.probe_max_tokens);
   EXPECT_EQ(a.eval.lengths, b.eval.lengths);
   EXPECT_EQ(a.eval.split, b.eval.split);
   EXPECT_EQ(a.eval.batch_tokens, b.eval.batch_tokens);
@@ -127,6 +130,9 @@ Config all_changed() {
   c.train.precision = Precision::kBf16;
   c.train.skip_nonfinite = true;
   c.train.same_length = true;
+  c.train.probes = "copy copy.count=50";
+  c.train.probe_interval = 7;
+  c.train.probe_max_tokens = 12345;
   c.eval.lengths = {16, 32};
   c.eval.split = "test";
   c.eval.batch_tokens = 1024;
@@ -171,6 +177,9 @@ const std::vector<std::string> kAllKeys = {"data.dir",
                                            "train.device",
                                            "train.precision",
                                            "train.skip_nonfinite",
+                                           "train.probes",
+                                           "train.probe_interval",
+                                           "train.probe_max_tokens",
                                            "eval.lengths",
                                            "eval.split",
                                            "eval.batch_tokens"};

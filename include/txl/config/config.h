@@ -108,6 +108,13 @@ struct TrainConfig {
   Precision precision = Precision::kFp32;  // "fp32" | "bf16" (CPU autocast; weights stay fp32)
   bool skip_nonfinite = false;             // true: skip (and count) steps whose loss or gradient
                                            // norm is NaN/Inf; false: stop with a checkpoint
+  // Probes during training (train/train_probes.h): "" (none), or the probe names as --probes
+  // takes them, then PROBE.KEY=V[,V...] settings as --probe-set takes them, separated by
+  // spaces ("copy copy.distances=16,32"), run on the validation split every probe_interval
+  // steps; probe_max_tokens bounds the tokens they forward over the whole run.
+  std::string probes;
+  int64_t probe_interval = 100;
+  double probe_max_tokens = 1e9;
 };
 
 struct EvalConfig {

@@ -173,9 +173,11 @@ struct ProbeRequest {
 };
 
 // --probes "copy,passkey" and --probe-set "copy.distances=32,64" (repeatable): InputError
-// naming the flag and the bad part.
+// naming the flag and the bad part. `names_flag` and `sets_flag` are what messages call
+// them (train.probes holds both: train/train_probes.h).
 ProbeRequest parse_probe_request(const std::string& names, const std::vector<std::string>& sets,
-                                 uint64_t seed);
+                                 uint64_t seed, const std::string& names_flag = "--probes",
+                                 const std::string& sets_flag = "--probe-set");
 // A study's "probes" object: InputError naming `where` and the key.
 ProbeRequest probe_request_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json to_json(const ProbeRequest& request);
