@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   txl::setup_protocols(app, exit_code);
   txl::setup_export(app, exit_code);
   txl::setup_import(app, exit_code);
+  txl::setup_config(app, exit_code);
   txl::refuse_out_of_range_integers(app);
   try {
     for (const auto& name : txl::check_env_variables()) {

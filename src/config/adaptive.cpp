@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "txl/config/config_keys.h"
+#include "txl/config/config_ranges.h"
 #include "txl/util/error.h"
 #include "txl/util/json.h"
 #include "txl/util/text.h"
@@ -115,17 +116,15 @@ void validate_adaptive(const std::optional<AdaptiveConfig>& adaptive, int64_t d_
   }
   for (size_t i = 0; i < a.cutoffs.size(); ++i) {
     const std::string path = "model.adaptive.cutoffs[" + std::to_string(i) + "]";
-    const std::string value = " (" + std::to_string(a.cutoffs[i]) + ")";
-    if (a.cutoffs[i] <= 0) throw InputError(path + value + " must be > 0");
+    check_key_range("model.adaptive.cutoffs[]", a.cutoffs[i], path);
     if (i > 0 && a.cutoffs[i] <= a.cutoffs[i - 1]) {
-      throw InputError(path + value + " must be greater than model.adaptive.cutoffs[" +
-                       std::to_string(i - 1) + "] (" + std::to_string(a.cutoffs[i - 1]) +
+      throw InputError(path + " (" + std::to_string(a.cutoffs[i]) +
+                       ") must be greater than model.adaptive.cutoffs[" + std::to_string(i - 1) +
+                       "] (" + std::to_string(a.cutoffs[i - 1]) +
                        "): cutoffs are strictly increasing");
     }
   }
-  if (a.div_val < 1) {
-    throw InputError("model.adaptive.div_val (" + std::to_string(a.div_val) + ") must be >= 1");
-  }
+  check_key_range("model.adaptive.div_val", a.div_val);
   const int64_t last = a.n_clusters();
   if (a.width(d_model, last) == 0) {
     throw InputError("model.adaptive.div_val (" + std::to_string(a.div_val) + ") leaves cluster " +

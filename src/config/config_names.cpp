@@ -103,6 +103,11 @@ void read_value(const json& v, const std::string& path, PosEncoding& out) {
 }
 void read_value(const json& v, const std::string& path, Precision& out) { read_enum(v, path, out); }
 
+std::vector<std::string> enum_names(TokenizerKind any) { return valid_names(any); }
+std::vector<std::string> enum_names(PosEncoding any) { return valid_names(any); }
+std::vector<std::string> enum_names(Precision any) { return valid_names(any); }
+std::vector<std::string> enum_names(EvalSplit any) { return valid_names(any); }
+
 }  // namespace config_keys
 
 std::string to_string(TokenizerKind kind) { return enum_to_string(kind); }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "txl/config/config.h"
+#include "txl/config/config_ranges.h"
 #include "txl/config/encodings.h"
 #include "txl/util/error.h"
 #include "txl/util/json.h"
@@ -14,18 +15,6 @@ namespace txl {
 namespace {
 
 using nlohmann::json;
-
-void require_at_least(const char* path, int64_t value, int64_t min) {
-  if (value < min) {
-    throw InputError(std::string(path) + " (" + std::to_string(value) +
-                     ") must be >= " + std::to_string(min));
-  }
-}
-
-// `what` is the allowed range in words; NaN fails every comparison and so is rejected too.
-void require(bool ok, const char* path, double value, const char* what) {
-  if (!ok) throw InputError(std::string(path) + " (" + shown(value) + ") must be " + what);
-}
 
 // model.clamp_len and model.max_rel_dist are read by some encodings only. Every run's
 // config.json records them (at their defaults for the others), so only a value other than
@@ -89,9 +78,6 @@ void validate_encoding(const ModelConfig& model, const TrainConfig& train) {
   }
 }
 
-// Far above the vocabularies subword models use (8k-256k): a larger number is a typo.
-constexpr int64_t kMaxSubwordVocab = 1'000'000;
-
 bool is_subword(TokenizerKind kind) {
   return kind == TokenizerKind::kBpe || kind == TokenizerKind::kUnigram;
 }
@@ -100,8 +86,8 @@ void validate_data(const DataConfig& data) {
   if (data.dir.empty()) {
     throw InputError("data.dir is empty; set it to the folder with train.txt, valid.txt, test.txt");
   }
-  require_at_least("data.min_freq", data.min_freq, 1);
-  require_at_least("data.max_vocab", data.max_vocab, 0);
+  check_key_range("data.min_freq", data.min_freq);
+  check_key_range("data.max_vocab", data.max_vocab);
   const std::string tokenizer = to_string(data.tokenizer);
   if (is_subword(data.tokenizer)) {
     if (data.vocab_size == 0) {
@@ -109,7 +95,7 @@ void validate_data(const DataConfig& data) {
                        " tokenizer needs it (for example 8000; at least 256 byte pieces, <unk>, "
                        "<eos> and the training split's characters)");
     }
-    require_at_least("data.vocab_size", data.vocab_size, 1);
+    if (data.vocab_size < 1) check_key_range("data.vocab_size", data.vocab_size);
     if (data.vocab_size > kMaxSubwordVocab) {
       throw InputError("data.vocab_size (" + std::to_string(data.vocab_size) + ") is too large; " +
                        "expected at most " + std::to_string(kMaxSubwordVocab));
@@ -126,17 +112,16 @@ void validate_data(const DataConfig& data) {
 }
 
 void validate_model(const ModelConfig& model) {
-  require_at_least("model.n_layer", model.n_layer, 1);
-  require_at_least("model.d_model", model.d_model, 1);
-  require_at_least("model.n_head", model.n_head, 1);
-  require_at_least("model.d_head", model.d_head, 1);
-  require_at_least("model.d_inner", model.d_inner, 1);
-  require(model.dropout >= 0 && model.dropout < 1, "model.dropout", model.dropout, "in [0, 1)");
-  require(model.dropatt >= 0 && model.dropatt < 1, "model.dropatt", model.dropatt, "in [0, 1)");
-  require_at_least("model.clamp_len", model.clamp_len, 0);
-  require_at_least("model.max_rel_dist", model.max_rel_dist, 1);
-  require(model.init_std > 0 && std::isfinite(model.init_std), "model.init_std", model.init_std,
-          "a finite number > 0");
+  check_key_range("model.n_layer", model.n_layer);
+  check_key_range("model.d_model", model.d_model);
+  check_key_range("model.n_head", model.n_head);
+  check_key_range("model.d_head", model.d_head);
+  check_key_range("model.d_inner", model.d_inner);
+  check_key_range("model.dropout", model.dropout);
+  check_key_range("model.dropatt", model.dropatt);
+  check_key_range("model.clamp_len", model.clamp_len);
+  check_key_range("model.max_rel_dist", model.max_rel_dist);
+  check_key_range("model.init_std", model.init_std);
   // Heads split d_model evenly; compared by division so huge values cannot overflow.
   if (model.d_model % model.n_head != 0 || model.d_model / model.n_head != model.d_head) {
     int64_t product = 0;
@@ -149,41 +134,32 @@ void validate_model(const ModelConfig& model) {
 }
 
 void validate_train(const TrainConfig& train) {
-  require_at_least("train.tgt_len", train.tgt_len, 1);
+  check_key_range("train.tgt_len", train.tgt_len);
   if (train.tgt_len_max != 0 && train.tgt_len_max < train.tgt_len) {
     throw InputError("train.tgt_len_max (" + std::to_string(train.tgt_len_max) +
                      ") must be 0 (fixed segments) or at least train.tgt_len (" +
                      std::to_string(train.tgt_len) + ")");
   }
-  require_at_least("train.mem_len", train.mem_len, 0);
-  require_at_least("train.batch_size", train.batch_size, 1);
-  require_at_least("train.max_steps", train.max_steps, 1);
-  require(train.lr > 0 && std::isfinite(train.lr), "train.lr", train.lr, "a finite number > 0");
-  require_at_least("train.warmup_steps", train.warmup_steps, 0);
-  require(train.min_lr_ratio >= 0 && train.min_lr_ratio <= 1, "train.min_lr_ratio",
-          train.min_lr_ratio, "in [0, 1]");
-  require(train.weight_decay >= 0 && std::isfinite(train.weight_decay), "train.weight_decay",
-          train.weight_decay, "a finite number >= 0");
-  require(train.clip >= 0 && std::isfinite(train.clip), "train.clip", train.clip,
-          "a finite number >= 0 (0 = off)");
-  // Seeds are read as unsigned 64-bit numbers: a negative one would wrap to another seed.
-  require_at_least("train.seed", train.seed, 0);
-  require_at_least("train.log_interval", train.log_interval, 1);
-  require_at_least("train.eval_interval", train.eval_interval, 0);
-  require_at_least("train.eval_max_tokens", train.eval_max_tokens, 0);
-  if (train.threads < 0 || train.threads > kMaxThreads) {
-    throw InputError("train.threads (" + std::to_string(train.threads) + ") must be in [0, " +
-                     std::to_string(kMaxThreads) + "] (0 = all cores)");
-  }
+  check_key_range("train.mem_len", train.mem_len);
+  check_key_range("train.batch_size", train.batch_size);
+  check_key_range("train.max_steps", train.max_steps);
+  check_key_range("train.lr", train.lr);
+  check_key_range("train.warmup_steps", train.warmup_steps);
+  check_key_range("train.min_lr_ratio", train.min_lr_ratio);
+  check_key_range("train.weight_decay", train.weight_decay);
+  check_key_range("train.clip", train.clip);
+  check_key_range("train.seed", train.seed);
+  check_key_range("train.log_interval", train.log_interval);
+  check_key_range("train.eval_interval", train.eval_interval);
+  check_key_range("train.eval_max_tokens", train.eval_max_tokens);
+  check_key_range("train.probe_interval", train.probe_interval);
+  check_key_range("train.probe_max_tokens", train.probe_max_tokens);
+  check_key_range("train.threads", train.threads);
   if (!is_device_name(train.device)) {
     throw InputError("train.device (\"" + train.device +
                      "\") is not a device; expected cpu, cuda, cuda:N (N = 0, 1, ...) or auto");
   }
 }
-
-// The most lengths eval.lengths may list: far above any real list, and a bound on the work
-// that checking and evaluating them takes.
-constexpr size_t kMaxEvalLengths = 1000;
 
 void validate_eval(const EvalConfig& eval) {
   if (eval.lengths.empty()) {
@@ -199,7 +175,7 @@ void validate_eval(const EvalConfig& eval) {
   std::unordered_map<int64_t, size_t> first_at;  // length -> its first index
   for (size_t i = 0; i < eval.lengths.size(); ++i) {
     const std::string path = "eval.lengths[" + std::to_string(i) + "]";
-    require_at_least(path.c_str(), eval.lengths[i], 1);
+    check_key_range("eval.lengths[]", eval.lengths[i], path);
     const auto [seen, added] = first_at.emplace(eval.lengths[i], i);
     if (!added) {
       throw InputError(path + " (" + std::to_string(eval.lengths[i]) + ") repeats eval.lengths[" +
@@ -207,7 +183,7 @@ void validate_eval(const EvalConfig& eval) {
     }
   }
   parse_eval_split(eval.split, "eval.split");
-  require_at_least("eval.batch_tokens", eval.batch_tokens, 1);
+  check_key_range("eval.batch_tokens", eval.batch_tokens);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include <cctype>
+#include <regex>
 
 #include "txl/config/config.h"
+#include "txl/config/config_ranges.h"
 
 namespace txl {
 
@@ -16,8 +18,10 @@ int device_cuda_index(const std::string& name) {
   return std::stoi(digits);
 }
 
+// The pattern the JSON Schema states is the one validate() applies.
 bool is_device_name(const std::string& name) {
-  return name == "cpu" || name == "auto" || device_cuda_index(name) >= -1;
+  static const std::regex pattern(device_name_pattern());
+  return std::regex_match(name, pattern);
 }
 
 }  // namespace txl

@@ -13,6 +13,7 @@ void setup_info(CLI::App& app, int& exit_code);
 void setup_bench(CLI::App& app, int& exit_code);
 void setup_compare(CLI::App& app, int& exit_code);
 void setup_plot(CLI::App& app, int& exit_code);
+void setup_config(CLI::App& app, int& exit_code);
 void setup_sample(CLI::App& app, int& exit_code);
 void setup_encodings(CLI::App& app, int& exit_code);
 void setup_study(CLI::App& app, int& exit_code);

@@ -33,6 +33,13 @@ void read_value(const nlohmann::json& v, const std::string& path, Precision& out
 void read_value(const nlohmann::json& v, const std::string& path,
                 std::optional<AdaptiveConfig>& out);
 
+// Every name an enum-valued key takes, in its table's order (config_names.cpp), for the
+// JSON Schema's "enum" lists; EvalSplit's are what eval.split takes.
+std::vector<std::string> enum_names(TokenizerKind);
+std::vector<std::string> enum_names(PosEncoding);
+std::vector<std::string> enum_names(Precision);
+std::vector<std::string> enum_names(EvalSplit);
+
 // The member pointer's type is the field's kind; std::visit dispatches on it.
 template <typename S>
 struct Field {
