@@ -147,42 +147,50 @@ void restore_generators(torch::serialize::InputArchive& archive, const torch::De
   }
 }
 
+// A writer of the file's section that streams `archive` as LibTorch serialises it.
+SectionWriter archive_writer(torch::serialize::OutputArchive& archive) {
+  return [&archive](const PayloadSink& sink) {
+    archive.save_to([&](const void* data, size_t size) {
+      sink(data, size);
+      return size;
+    });
+  };
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const TrainState& state, TransformerLM& model,
                      torch::optim::Optimizer* optimizer, const Memory& memory) {
-  torch::serialize::OutputArchive archive;
+  torch::serialize::OutputArchive weights;  // what every reader needs
   torch::serialize::OutputArchive model_archive;
   model->save(model_archive);
-  archive.write("model", model_archive);
+  weights.write("model", model_archive);
+  weights.write("rng", at::detail::getDefaultCPUGenerator().get_state(), /*is_buffer=*/true);
+  // On a GPU, dropout draws from that device's generator.
+  if (model->device().is_cuda()) {
+    weights.write("rng_cuda", default_generator(model->device()).get_state(), /*is_buffer=*/true);
+  }
+  torch::serialize::OutputArchive training;  // what only a resumed run needs
   if (optimizer) {
     torch::serialize::OutputArchive opt_archive;
     optimizer->save(opt_archive);
-    archive.write("optimizer", opt_archive);
+    training.write("optimizer", opt_archive);
   }
   if (!memory.empty()) {
     torch::serialize::OutputArchive mem_archive;
     for (size_t l = 0; l < memory.layers.size(); ++l) {
       mem_archive.write(std::to_string(l), memory.layers[l], /*is_buffer=*/true);
     }
-    archive.write("memory", mem_archive);
-  }
-  archive.write("rng", at::detail::getDefaultCPUGenerator().get_state(), /*is_buffer=*/true);
-  // On a GPU, dropout draws from that device's generator.
-  if (model->device().is_cuda()) {
-    archive.write("rng_cuda", default_generator(model->device()).get_state(), /*is_buffer=*/true);
+    training.write("memory", mem_archive);
   }
   const std::string meta = meta_json(state, model, optimizer, memory).dump();
-  write_checkpoint_file(path, meta, [&](const PayloadSink& sink) {
-    archive.save_to([&](const void* data, size_t size) {
-      sink(data, size);
-      return size;
-    });
-  });
+  const bool has_training = optimizer || !memory.empty();
+  write_checkpoint_file(path, meta, archive_writer(weights),
+                        has_training ? archive_writer(training) : SectionWriter());
 }
 
 bool holds_optimizer_state(const std::string& path) {
-  const nlohmann::json meta = parse_meta(read_checkpoint_file(path, nullptr), path);
+  const nlohmann::json meta = parse_meta(read_checkpoint_meta(path), path);
   state_from_meta(meta, path);  // a txl checkpoint at all
   const auto groups = meta.find("optimizer_groups");
   return groups != meta.end() && groups->is_array() && !groups->empty();
@@ -199,18 +207,72 @@ std::string weights_only(const std::string& path) {
 }
 
 TrainState read_checkpoint_state(const std::string& path) {
-  return state_from_meta(parse_meta(read_checkpoint_file(path, nullptr), path), path);
+  return state_from_meta(parse_meta(read_checkpoint_meta(path), path), path);
 }
 
 void verify_checkpoint(const std::string& path) {
-  const auto nothing = [](const std::string&, const PayloadRead&, uint64_t) {};
-  state_from_meta(parse_meta(read_checkpoint_file(path, nothing), path), path);
+  const std::string meta = read_checkpoint_file(path, PayloadSections::kAll, nullptr);
+  state_from_meta(parse_meta(meta, path), path);
 }
 
 namespace {
 
-// The archive, read in place from the checkpoint file, into the model (and optimizer).
-void load_payload(const nlohmann::json& meta, const PayloadRead& read, uint64_t size,
+// The shapes of the model's parameters, whose storage is then released: load() puts the
+// archive's tensors in their place (Tensor::set_), so keeping the model's own until then would
+// hold the weights twice at the peak (1.2 GB instead of 0.6 for 151M parameters).
+std::vector<std::vector<int64_t>> release_parameters(TransformerLM& model) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<int64_t>> shapes;
+  for (auto& p : model->parameters()) {
+    shapes.push_back(p.sizes().vec());
+    p.set_(torch::empty({0}, p.options()));
+  }
+  return shapes;
+}
+
+// load() takes the archive's tensors as they are: each must have the shape it replaced.
+void check_shapes(TransformerLM& model, const std::vector<std::vector<int64_t>>& shapes,
+                  const std::string& path) {
+  const auto params = model->named_parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].value().sizes().vec() == shapes.at(i)) continue;
+    throw InputError(path + ": the checkpoint's tensor " + params[i].key() + " has shape " +
+                     c10::str(params[i].value().sizes()) + ", this model's has " +
+                     c10::str(c10::IntArrayRef(shapes[i])));
+  }
+}
+
+// A section's archive, read in place from the checkpoint file onto `device`.
+void open_archive(torch::serialize::InputArchive& archive, const PayloadSection& section,
+                  const torch::Device& device) {
+  archive.load_from(
+      section.read, [size = section.size] { return static_cast<size_t>(size); }, device);
+}
+
+// The optimizer state and the memory, from the training section (version 2: from the one
+// archive, `weights`).
+void load_training(const nlohmann::json& meta, const CheckpointPayload& payload,
+                   torch::serialize::InputArchive& weights, torch::optim::Optimizer& optimizer,
+                   const torch::Device& device, const char*& stage, const std::string& path,
+                   LoadedCheckpoint& loaded) {
+  torch::serialize::InputArchive separate;
+  torch::serialize::InputArchive& training = payload.version >= 3 ? separate : weights;
+  if (payload.version >= 3) {
+    if (payload.training.size == 0) throw InputError(weights_only(path));
+    stage = "the archive (training section)";
+    open_archive(separate, payload.training, device);
+  }
+  stage = "the optimizer state";
+  torch::serialize::InputArchive opt_archive;
+  if (!training.try_read("optimizer", opt_archive)) throw InputError(weights_only(path));
+  optimizer.load(opt_archive);
+  restore_optimizer_groups(meta.at("optimizer_groups"), optimizer, path);
+  stage = "the memory";
+  loaded.memory = read_memory(training, meta);
+}
+
+// The archives, read in place from the checkpoint file, into the model (and optimizer).
+void load_payload(const nlohmann::json& meta, const CheckpointPayload& payload,
                   const std::string& path, TransformerLM& model, torch::optim::Optimizer* optimizer,
                   LoadedCheckpoint& loaded) {
   // The checksums passed, so the payload is what save_checkpoint wrote; LibTorch can still
@@ -219,28 +281,22 @@ void load_payload(const nlohmann::json& meta, const PayloadRead& read, uint64_t 
   const char* stage = "the metadata";
   try {
     check_model_matches(meta, model, path);
-    stage = "the archive";
-    torch::serialize::InputArchive archive;
-    archive.load_from(
-        read, [size] { return static_cast<size_t>(size); },
-        model->device());  // onto the model's
+    if (optimizer && payload.version >= 3 && payload.training.size == 0) {
+      throw InputError(weights_only(path));  // before the weights are read, not after
+    }
+    const torch::Device device = model->device();
+    const auto shapes = release_parameters(model);
+    stage = "the archive (weights section)";
+    torch::serialize::InputArchive weights;
+    open_archive(weights, payload.weights, device);  // onto the model's device
     stage = "the model weights";
     torch::serialize::InputArchive model_archive;
-    archive.read("model", model_archive);
+    weights.read("model", model_archive);
     model->load(model_archive);
-    if (optimizer) {
-      stage = "the optimizer state";
-      torch::serialize::InputArchive opt_archive;
-      if (!archive.try_read("optimizer", opt_archive)) {
-        throw InputError(weights_only(path));
-      }
-      optimizer->load(opt_archive);
-      restore_optimizer_groups(meta.at("optimizer_groups"), *optimizer, path);
-    }
-    stage = "the memory";
-    loaded.memory = read_memory(archive, meta);
+    check_shapes(model, shapes, path);
+    if (optimizer) load_training(meta, payload, weights, *optimizer, device, stage, path, loaded);
     stage = "the random generator state";
-    restore_generators(archive, model->device());
+    restore_generators(weights, device);
   } catch (const InputError&) {
     throw;
   } catch (const c10::Error& e) {
@@ -256,12 +312,12 @@ void load_payload(const nlohmann::json& meta, const PayloadRead& read, uint64_t 
 LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
                                  torch::optim::Optimizer* optimizer) {
   LoadedCheckpoint loaded;
-  read_checkpoint_file(path,
-                       [&](const std::string& meta_text, const PayloadRead& read, uint64_t size) {
-                         const nlohmann::json meta = parse_meta(meta_text, path);
-                         loaded.state = state_from_meta(meta, path);
-                         load_payload(meta, read, size, path, model, optimizer, loaded);
-                       });
+  const auto which = optimizer ? PayloadSections::kAll : PayloadSections::kWeights;
+  read_checkpoint_file(path, which, [&](const std::string& text, const CheckpointPayload& payload) {
+    const nlohmann::json meta = parse_meta(text, path);
+    loaded.state = state_from_meta(meta, path);
+    load_payload(meta, payload, path, model, optimizer, loaded);
+  });
   return loaded;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint_fixtures.h"
 #include "cli_harness.h"
 #include "test_util.h"
 #include "txl/platform/torch_compat.h"
@@ -16,84 +17,16 @@
 namespace txl {
 namespace {
 
-constexpr int64_t kVocab = 11;
-
-struct Saved {
-  std::string path;
-  TrainState state;
-  TransformerLM model{nullptr};
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  Memory memory;
-};
-
-ModelConfig small_model() {
-  auto c = testing::tiny_model(PosEncoding::kRelative);
-  c.n_layer = 1;
-  return c;
-}
-
-// A checkpoint after two optimizer steps, with memory, saved to `name` in a temp folder.
-Saved save_sample(const std::string& name, const ModelConfig& cfg = small_model()) {
-  Saved s;
-  s.path = testing::fresh_dir("ckpt") + "/" + name;
-  torch::manual_seed(3);
-  s.model = TransformerLM(cfg, kVocab);
-  s.optimizer = std::make_unique<torch::optim::AdamW>(
-      s.model->parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
-  auto tokens = torch::randint(kVocab, {2, 6}, torch::kInt64);  // [B, Q]
-  for (int step = 0; step < 2; ++step) {
-    ForwardOptions fwd;
-    fwd.targets = torch::randint(kVocab, {2, 6}, torch::kInt64);
-    fwd.keep_memory = 6;
-    auto out = s.model->forward(tokens, s.memory, fwd);
-    s.memory = out.memory;
-    s.optimizer->zero_grad();
-    out.nll.mean().backward();
-    s.optimizer->step();
-  }
-  static_cast<torch::optim::AdamWOptions&>(s.optimizer->param_groups()[0].options()).lr(0.0042);
-  s.state.step = 2;
-  s.state.tokens_seen = 24;
-  s.state.stream_position = 12;
-  s.state.best_valid_ppl = 3.5;
-  s.state.config = nlohmann::json{{"model", {{"n_layer", 1}}}};
-  s.state.vocab_checksum = 0xFEDCBA9876543210ull;  // above 2^63: must survive as text
-  s.state.lr = 0.0042;
-  s.state.skipped_steps = 1;
-  s.state.train_tokens = 1234;
-  s.state.train_checksum = 42;
-  s.state.interval_loss_sum = 1.0 / 3.0;
-  s.state.interval_steps = 3;
-  s.state.interval_finite = 2;
-  s.state.interval_seconds = 0.25;
-  save_checkpoint(s.path, s.state, s.model, s.optimizer.get(), s.memory);
-  return s;
-}
+constexpr int64_t kVocab = testing::kSampleVocab;
+using testing::expect_load_error;
+using testing::save_sample;
+using testing::Saved;
+using testing::small_model;
 
 std::string read_bytes(const std::string& path) { return testing::read_text(path); }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   testing::write_text(path, bytes);
-}
-
-// Loading `path` into a fresh small model must throw InputError naming the file and
-// containing one of `words`.
-void expect_load_error(const std::string& path, const std::vector<std::string>& words,
-                       const ModelConfig& cfg = small_model(), int64_t vocab = kVocab) {
-  TransformerLM model(cfg, vocab);
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(0.01));
-  try {
-    load_checkpoint(path, model, &optimizer);
-    ADD_FAILURE() << path << " loaded without error";
-  } catch (const InputError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find(path), std::string::npos) << message;
-    bool found = false;
-    for (const auto& w : words) found = found || message.find(w) != std::string::npos;
-    EXPECT_TRUE(found) << "message lacks any expected word: " << message;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not an InputError: " << e.what();
-  }
 }
 
 TEST(Xxh64, MatchesTheReferenceTestVectors) {
@@ -185,6 +118,7 @@ TEST(CheckpointFile, TruncatedAnywhereIsAClearError) {
     const std::string cut = s.path + ".cut" + std::to_string(keep) + ".pt";
     write_bytes(cut, bytes.substr(0, keep));
     expect_load_error(cut, {"truncated", "empty file"});
+    expect_load_error(cut, {"truncated", "empty file"}, small_model(), kVocab, false);
     EXPECT_THROW(read_checkpoint_state(cut), InputError);
   }
   const std::string longer = s.path + ".longer.pt";
@@ -230,19 +164,13 @@ TEST(CheckpointFile, ValidChecksumsOverGarbageStillGiveAnInputError) {
   // a backtrace.
   const Saved s = save_sample("forged.pt");
   std::string bytes = read_bytes(s.path);
-  const auto u64 = [&](size_t at) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
-    return v;
-  };
-  const uint64_t meta_size = u64(16);
-  const size_t payload_at = 48 + meta_size;
-  for (size_t i = payload_at; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
-  const uint64_t hash = xxh64(bytes.data() + payload_at, bytes.size() - payload_at);
-  for (int i = 0; i < 8; ++i) bytes[40 + i] = static_cast<char>((hash >> (8 * i)) & 0xFF);
+  const testing::CheckpointLayout at(bytes);
+  for (size_t i = at.weights_at; i < at.training_at; ++i) bytes[i] = static_cast<char>(i * 7);
+  testing::reseal(bytes, at.weights_at, at.weights_size(), at.kWeightsHashAt);
   const std::string forged = s.path + ".forged.pt";
   write_bytes(forged, bytes);
   expect_load_error(forged, {"cannot load the archive"});
+  expect_load_error(forged, {"cannot load the archive"}, small_model(), kVocab, false);
 }
 
 TEST(CheckpointFile, AnotherModelConfigurationIsNamedKeyByKey) {

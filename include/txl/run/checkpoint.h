@@ -3,22 +3,30 @@
 // the same directory, fsync, rename), so a crash or kill -9 at any moment leaves the previous
 // checkpoint intact.
 //
-// File layout (format version 2; integers little-endian):
+// File layout (format version 3; integers little-endian):
 //   bytes  0..7   magic "TXLCKPT\n"
 //          8..11  format version (u32)            12..15  reserved, 0 (u32)
 //         16..23  meta length (u64)               24..31  XXH64 of the meta bytes (u64)
-//         32..39  payload length (u64)            40..47  XXH64 of the payload bytes (u64)
-//         48..    meta: JSON text (format, version, step, tokens_seen, config, vocab_checksum,
+//         32..39  weights section length (u64)    40..47  XXH64 of its bytes (u64)
+//         48..55  training section length (u64)   56..63  XXH64 of its bytes (u64)
+//         64..    meta: JSON text (format, version, step, tokens_seen, config, vocab_checksum,
 //                 stream_position, model_config, vocab_size, optimizer param-group options,
 //                 skipped steps, training-split fingerprint, progress-interval sums)
-//                 payload: a torch::serialize archive holding
+//                 weights section: a torch::serialize archive holding
 //                   model/     parameters and buffers
+//                   rng        the CPU generator state (dropout), rng_cuda on a GPU
+//                 training section: a torch::serialize archive holding (empty: weights only)
 //                   optimizer/ AdamW state (per-parameter moments and step counts)
 //                   memory/    the training memory, one tensor per layer (absent when empty)
-//                   rng        the CPU generator state (dropout)
+// The sections are apart so that what needs only the weights (eval, export, sample, compare,
+// the probes, study, --init-from) reads, checks and holds the weights alone: AdamW's two
+// moments are twice the weights (a 151M-parameter run: 0.6 GB of weights, 1.2 GB of moments).
+// Version 2 (still read, never written) had a 48-byte header, bytes 32..47 describing one
+// payload, an archive holding all four.
 // The lengths catch a truncated file and the checksums a corrupted one before LibTorch reads
 // a byte: its zip reader does not verify CRCs, so flipped bits in tensor data would otherwise
-// load as a silently wrong model.
+// load as a silently wrong model. A damaged training section stops a resume and
+// verify_checkpoint, not a reader of the weights.
 #pragma once
 
 #include <torch/torch.h>
@@ -60,15 +68,19 @@ bool holds_optimizer_state(const std::string& path);
 // it": why a weights-only checkpoint cannot be resumed, and what to do instead.
 std::string weights_only(const std::string& path);
 
-// Loads into an existing model (and optimizer when given) and restores the CPU generator.
+// Loads into an existing model and restores the CPU generator. With an optimizer (a resume)
+// it also reads the training section: the optimizer state and the memory; without one
+// (weights only) that section is neither read nor checked, and `memory` stays empty.
 // Every problem is an InputError naming the file and what is wrong: missing, a directory,
 // truncated, corrupted (checksum), foreign (no txl header), another format version, a model
 // configuration or vocabulary size that differs from `model` (the differing keys are listed),
-// or tensors that do not fit.
+// tensors that do not fit, or, with an optimizer, a checkpoint of weights only. The model's
+// parameters are released before the checkpoint's take their place (the weights are held
+// once, not twice), so after an error its weights are unusable.
 LoadedCheckpoint load_checkpoint(const std::string& path, TransformerLM& model,
                                  torch::optim::Optimizer* optimizer);
 
-// Reads the whole file and checks lengths and checksums; throws InputError like
+// Reads the whole file and checks lengths and every section's checksum; throws InputError like
 // load_checkpoint. For tools and tests that ask "is this checkpoint intact?".
 void verify_checkpoint(const std::string& path);
 
