@@ -276,6 +276,8 @@ void print_bench(const BenchResult& r, const Config& config, bool profile) {
       fmt::print("\nper-operator time of one evaluation ({} protocol, {:.0f} ms wall):\n{}",
                  r.primary_method, r.eval_profiled_ms,
                  format_op_table(r.eval_profile, r.eval_profiled_ms, 25));
+      fmt::print("\nthe same time by (operator <- caller):\n{}",
+                 format_op_table(r.eval_profile_by_caller, r.eval_profiled_ms, 25));
     }
   }
 }

@@ -31,16 +31,16 @@ class AdaptiveHead : public OutputHead {
     const auto flat = h.reshape({rows, -1});  // [N, C]
     HeadOutput out;
     if (targets.defined()) {
-      // Without gradients, in blocks of rows whose head and widest tail fit the logit budget.
-      const int64_t block = output_row_block(rows, row_width(), options);
       const auto flat_targets = targets.reshape({-1});  // [N]
-      std::vector<torch::Tensor> parts;
-      for (int64_t first = 0; first < rows; first += block) {
-        const int64_t n = std::min(block, rows - first);
-        parts.push_back(
-            adaptive_nll(flat.narrow(0, first, n), flat_targets.narrow(0, first, n), w));
+      if (torch::GradMode::is_enabled()) {
+        out.nll = adaptive_nll(flat, flat_targets, w).view(targets.sizes());
+      } else {
+        // Each cluster over all its rows, in blocks whose logits fit what the budget gives a
+        // block of rows of the head and widest tail.
+        const int64_t block = output_row_block(rows, row_width(), options);
+        out.nll = adaptive_nll_without_grad(flat, flat_targets, w, block * row_width() * 4)
+                      .view(targets.sizes());  // [B, S]
       }
-      out.nll = (parts.size() == 1 ? parts[0] : torch::cat(parts)).view(targets.sizes());
     }
     if (!options.want_scores && targets.defined()) return out;
     // The [N, V] log-probabilities are the result; blocks bound the temporaries beside them.

@@ -180,15 +180,70 @@ AdaptiveWeights AdaptiveSoftmaxImpl::weights(const AdaptiveInputImpl& input,
   return w;
 }
 
+namespace {
+
+// Each row's cluster (0 = head) and the head column its target reads.
+struct TargetClusters {
+  torch::Tensor cluster;  // [N]
+  torch::Tensor column;   // [N]
+};
+TargetClusters target_clusters(const torch::Tensor& targets, const AdaptiveWeights& w) {
+  const int64_t n = static_cast<int64_t>(w.clusters.size()) - 1;
+  const int64_t shortlist = w.bounds[1];
+  auto cluster = torch::zeros_like(targets);  // [N]
+  for (int64_t i = 1; i <= n; ++i) cluster += (targets >= w.bounds[i]).to(targets.scalar_type());
+  auto column = torch::where(cluster == 0, targets, cluster.neg() + (shortlist + n));  // [N]
+  return {cluster, column};
+}
+
+// Rows of `width` float32 logits that fit in `budget_bytes` (at least one).
+int64_t rows_within(int64_t budget_bytes, int64_t width) {
+  return std::max<int64_t>(budget_bytes / (width * 4), 1);
+}
+
+// x [M, C], targets [M] -> [M]: -log_softmax(x proj weight^T + bias)[targets] in blocks of
+// `block` rows: the bias is added in the loss kernel, never copied into the logits, and no more
+// than one block's logits exist at once.
+torch::Tensor cluster_nll(const torch::Tensor& x, const torch::Tensor& targets,
+                          const OutputCluster& c, int64_t block) {
+  const auto projected = c.proj.defined() ? torch::mm(x, c.proj) : x;  // [M, d_i]
+  const int64_t count = x.size(0);
+  auto nll = torch::empty({count}, x.options());  // [M]
+  for (int64_t first = 0; first < count; first += block) {
+    const int64_t m = std::min(block, count - first);
+    const auto logits = torch::mm(projected.narrow(0, first, m), c.weight.t());  // [m, n_i]
+    nll.narrow(0, first, m).copy_(token_nll(logits, targets.narrow(0, first, m), c.bias));
+  }
+  return nll;
+}
+
+}  // namespace
+
+torch::Tensor adaptive_nll_without_grad(const torch::Tensor& h, const torch::Tensor& targets,
+                                        const AdaptiveWeights& w, int64_t budget_bytes) {
+  TORCH_CHECK(!torch::GradMode::is_enabled(), "adaptive_nll_without_grad: gradients are on");
+  if (!h.is_cpu() || h.scalar_type() != torch::kFloat) return adaptive_nll(h, targets, w);
+  const int64_t n = static_cast<int64_t>(w.clusters.size()) - 1;
+  const auto [cluster, column] = target_clusters(targets, w);
+  const OutputCluster& head = w.clusters[0];
+  auto nll = cluster_nll(h, column, head, rows_within(budget_bytes, head.weight.size(0)));  // [N]
+  for (int64_t i = 1; i <= n; ++i) {
+    // Each tail's rows together, however the head's blocks fell: one product per tail block.
+    const auto in = (cluster == i).nonzero().squeeze(1);  // [N_i]
+    if (in.numel() == 0) continue;
+    const OutputCluster& c = w.clusters[i];
+    const auto tail = cluster_nll(h.index_select(0, in), targets.index_select(0, in) - w.bounds[i],
+                                  c, rows_within(budget_bytes, c.weight.size(0)));  // [N_i]
+    nll.index_add_(0, in, tail);
+  }
+  return nll;
+}
+
 torch::Tensor adaptive_nll(const torch::Tensor& h, const torch::Tensor& targets,
                            const AdaptiveWeights& w) {
   const int64_t n = static_cast<int64_t>(w.clusters.size()) - 1;
-  const int64_t shortlist = w.bounds[1];
-  // Each row's cluster (0 = head) and the head column its target reads.
-  auto cluster = torch::zeros_like(targets);  // [N]
-  for (int64_t i = 1; i <= n; ++i) cluster += (targets >= w.bounds[i]).to(targets.scalar_type());
-  const auto column = torch::where(cluster == 0, targets, cluster.neg() + (shortlist + n));  // [N]
-  auto nll = row_nll(head_logits(h, w), column).to(result_type(h));                          // [N]
+  const auto [cluster, column] = target_clusters(targets, w);
+  auto nll = row_nll(head_logits(h, w), column).to(result_type(h));  // [N]
   for (int64_t i = 1; i <= n; ++i) {
     const auto rows = (cluster == i).nonzero().squeeze(1);  // [N_i]
     if (rows.numel() == 0) {

@@ -40,19 +40,22 @@ torch::ScalarType gemm_dtype(Precision precision) {
   return precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
-// Uniform ids; Zipf-distributed ones for the adaptive softmax, whose cost depends on which
-// clusters the targets fall in (bench.h).
-torch::Tensor random_tokens(const BenchResult& r, const ModelConfig& model, int64_t vocab_size,
-                            const torch::Device& device) {
+// n ids [n]: uniform; Zipf-distributed for the adaptive softmax, whose cost depends on which
+// clusters the targets fall in (bench.h): the training steps' and the evaluations' alike.
+torch::Tensor random_ids(const ModelConfig& model, int64_t vocab_size, int64_t n) {
   if (model.adaptive) {
     static thread_local torch::Tensor zipf;
     if (!zipf.defined() || zipf.size(0) != vocab_size) zipf = zipf_probabilities(vocab_size);
-    return torch::multinomial(zipf, r.batch * r.query_len, /*replacement=*/true)
-        .view({r.batch, r.query_len})
-        .to(device);  // [B, Q]
+    return torch::multinomial(zipf, n, /*replacement=*/true);  // [n]
   }
-  return torch::randint(vocab_size, {r.batch, r.query_len},
-                        torch::TensorOptions().dtype(torch::kLong).device(device));  // [B, Q]
+  return torch::randint(vocab_size, {n}, torch::TensorOptions().dtype(torch::kLong));  // [n]
+}
+
+torch::Tensor random_tokens(const BenchResult& r, const ModelConfig& model, int64_t vocab_size,
+                            const torch::Device& device) {
+  return random_ids(model, vocab_size, r.batch * r.query_len)
+      .view({r.batch, r.query_len})
+      .to(device);  // [B, Q]
 }
 
 // The clock after the device has finished what was queued (GPUs run asynchronously).
@@ -160,10 +163,13 @@ void summarize_training(BenchModel& b) {
               b.phases.optimizer_ms / steps};
 }
 
-// A random split for the evaluations: batch x tgt_len x steps scored tokens.
-std::vector<int32_t> random_split(const BenchResult& r, const BenchOptions& o) {
+// A random split for the evaluations: batch x tgt_len x steps scored tokens, drawn as the
+// training steps' are (an adaptive run's evaluation on uniform ids would score most targets
+// in the widest tail, the full softmax's cost, where text falls mostly in the head).
+std::vector<int32_t> random_split(const BenchResult& r, const ModelConfig& model,
+                                  const BenchOptions& o) {
   const int64_t n = r.batch * r.query_len * std::max<int64_t>(o.steps, 1) + 1;
-  const auto t = torch::randint(o.vocab_size, {n}, torch::TensorOptions().dtype(torch::kInt));
+  const auto t = random_ids(model, o.vocab_size, n).to(torch::kInt);
   const int32_t* p = t.data_ptr<int32_t>();
   return std::vector<int32_t>(p, p + n);
 }
@@ -217,7 +223,7 @@ double timed_evaluation(BenchModel& b, const std::vector<int32_t>& ids, const Ev
 void time_evaluations(const std::vector<BenchModel*>& models, const BenchOptions& o,
                       bool all_protocols) {
   if (models.empty()) return;
-  const auto ids = random_split(models[0]->result, o);
+  const auto ids = random_split(models[0]->result, models[0]->config.model, o);
   for (BenchModel* b : models) {
     b->eval_requests = bench_requests(*b, all_protocols);
     b->eval_ms.assign(b->eval_requests.size(), {});
@@ -272,11 +278,12 @@ void profile_evaluation(BenchModel& b, const BenchOptions& o) {
   BenchResult& r = b.result;
   const auto primary = bench_requests(b, /*all_protocols=*/false);
   if (primary.empty()) return;
-  const auto ids = random_split(r, o);
+  const auto ids = random_split(r, b.config.model, o);
   double cpu_ms = 0.0;
   OpProfiler profiler;
   r.eval_profiled_ms = timed_evaluation(b, ids, primary.front(), cpu_ms);
   r.eval_profile = profiler.stop();
+  r.eval_profile_by_caller = profiler.by_caller();
 }
 
 // The size n of the n^3 GEMM that gives the peak: large enough to fill the device.

@@ -157,6 +157,29 @@ TEST_P(AdaptiveOracle, LogProbabilitiesEqualTheFactorisation) {
   }
 }
 
+// Evaluation's path (float32, no gradients): the head over all rows, each tail over its rows,
+// in blocks of rows as small as one and as large as all, equals the float64 factorisation.
+TEST_P(AdaptiveOracle, EvaluationsBlockedNllEqualsTheFactorisation) {
+  const Case c = GetParam();
+  Modules m = make_modules(c);
+  const auto h = torch::randn({12, kWidth}, torch::kDouble);  // [N, C]
+  const auto targets = torch::tensor({0, 3, 4, 8, 9, 12, 12, 5, 1, 10, 6, 2}, torch::kLong);
+  std::vector<double> expected;
+  for (int64_t r = 0; r < 12; ++r)
+    expected.push_back(-oracle_log_probs(m, c, h[r])[targets[r].item<int64_t>()]);
+  m.input->to(torch::kFloat);
+  m.softmax->to(torch::kFloat);
+  const AdaptiveWeights w = m.softmax->weights(*m.input, m.bias.to(torch::kFloat));
+  torch::NoGradGuard no_grad;
+  for (const int64_t budget : {int64_t{1}, int64_t{3 * 5 * 4}, int64_t{1} << 20}) {
+    const auto nll = adaptive_nll_without_grad(h.to(torch::kFloat), targets, w, budget);  // [N]
+    ASSERT_EQ(nll.scalar_type(), torch::kFloat);
+    for (int64_t r = 0; r < 12; ++r)
+      EXPECT_NEAR(nll[r].item<double>(), expected[static_cast<size_t>(r)], 1e-5)
+          << "budget " << budget << " row " << r;
+  }
+}
+
 TEST_P(AdaptiveOracle, InputIsTheTableRowThroughItsProjection) {
   const Case c = GetParam();
   Modules m = make_modules(c);

@@ -98,6 +98,12 @@ TORCH_MODULE(AdaptiveSoftmax);
 // autograd. Only the head for every row and each tail for the rows whose target is in it.
 torch::Tensor adaptive_nll(const torch::Tensor& h, const torch::Tensor& targets,
                            const AdaptiveWeights& w);
+// The same without gradients, as evaluation asks for it: the head over all rows in blocks, then
+// each tail over all the rows whose target falls in it (one product per tail, not one per block
+// of rows), no block's logits past `budget_bytes`, the biases added in the loss kernel. Float32
+// CPU rows; anything else goes to adaptive_nll.
+torch::Tensor adaptive_nll_without_grad(const torch::Tensor& h, const torch::Tensor& targets,
+                                        const AdaptiveWeights& w, int64_t budget_bytes);
 // h [N, C] -> [N, V] log-probabilities of every word (float32; float64 for float64 h).
 torch::Tensor adaptive_log_probs(const torch::Tensor& h, const AdaptiveWeights& w);
 

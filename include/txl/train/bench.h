@@ -142,6 +142,7 @@ struct BenchResult {
   double profiled_ms = 0.0;          // wall time of the profiled steps
   std::vector<OpTime> eval_profile;  // with BenchOptions::profile: one more evaluation by the
   double eval_profiled_ms = 0.0;     // primary protocol, after the timed ones, and its wall time
+  std::vector<OpTime> eval_profile_by_caller;
 
   // Training tokens/s at the median step, and at the fastest.
   double median_step_tokens_per_s() const;
