@@ -12,6 +12,7 @@
 #include "txl/eval/cache.h"
 #include "txl/eval/progress.h"
 #include "txl/eval/protocol.h"
+#include "txl/eval/run_metrics.h"
 #include "txl/platform/runtime.h"
 #include "txl/probe/assessment.h"
 #include "txl/run/checkpoint.h"
@@ -251,6 +252,25 @@ CellOutcome run_cell(const StudySpec& spec, const StudyCell& cell, const StudyPa
   return outcome;
 }
 
+namespace {
+
+// The probe lines of a run's metrics.jsonl (train.probes), flat: what a cell's results carry.
+json probes_over_steps(const std::string& run_dir) {
+  json rows = json::array();
+  const RunMetrics m =
+      read_run_metrics(RunPaths{run_dir}.metrics(), MetricsReading::kLenient, nullptr);
+  for (const auto& p : m.probes) {
+    rows.push_back({{"probe", p.probe},
+                    {"step", p.step},
+                    {"series", p.series},
+                    {"x", p.x ? json(*p.x) : json(nullptr)},
+                    {"value", p.value}});
+  }
+  return rows;
+}
+
+}  // namespace
+
 std::optional<CellResults> read_cell_results(const StudySpec& spec, const StudyCell& cell,
                                              const StudyPaths& paths) {
   const auto j = read_json_if_any(paths.cell_file(cell.name));
@@ -283,6 +303,7 @@ std::optional<CellResults> read_cell_results(const StudySpec& spec, const StudyC
     c.skipped.push_back(std::move(skipped));
   }
   c.probes = j->value("probes", json::object());
+  c.probes_over_steps = probes_over_steps(paths.run_dir(cell.name));
   return c;
 }
 

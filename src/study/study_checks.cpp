@@ -12,6 +12,7 @@
 #include "txl/train/batcher.h"
 #include "txl/train/footprint_estimate.h"
 #include "txl/train/step_footprint.h"
+#include "txl/train/train_probes.h"
 #include "txl/train/training_data.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
@@ -25,6 +26,7 @@ struct CorpusFacts {
   std::vector<int32_t> train;  // the measured steps' targets, as the cell's own run takes them
   Vocab vocab;
   std::vector<int32_t> eval_ids;  // the study's eval.split, as the probes will read it
+  std::vector<int32_t> valid;     // what train.probes read during training
 };
 
 const std::vector<int32_t>& split_ids(const Corpus& corpus, const std::string& split) {
@@ -41,6 +43,25 @@ constexpr size_t kCellSuffix = sizeof(".time.json") - 1;
 // The cells' footprints as their runs will measure them (step_footprint.h), one per distinct
 // configuration but for its seed (a grid of seeds measures once).
 using Footprints = std::map<std::string, TrainingFootprint>;
+
+// The probes as run_cell will plan them, on the cell's config and the split (their checks
+// read no weights), and train.probes as the cell's training will (train_probes.h): a
+// distance past the split or a learned table refused now, not after the cell trained.
+void check_cell_probes(const StudySpec& spec, const StudyCell& cell, const CorpusFacts& facts) {
+  if (!spec.eval.probes.names.empty()) {
+    ProbeSubject subject;
+    subject.ids = &facts.eval_ids;
+    subject.vocab = &facts.vocab;
+    subject.config = &cell.config;
+    subject.lengths = spec.eval.lengths;
+    try {
+      plan_probes(spec.eval.probes, subject, "eval.probes");
+    } catch (const InputError& e) {
+      throw InputError(std::string("eval.probes: ") + e.what());
+    }
+  }
+  plan_train_probes(cell.config, facts.valid, facts.vocab);
+}
 
 void check_cell(const StudySpec& spec, const StudyCell& cell,
                 std::map<std::string, CorpusFacts>& corpora, Footprints& footprints, double limit,
@@ -59,6 +80,7 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
     Corpus corpus = load_corpus(cell.config.data);
     CorpusFacts facts;
     facts.eval_ids = split_ids(corpus, spec.eval.split);
+    facts.valid = std::move(corpus.valid);
     facts.train = std::move(corpus.train);
     facts.vocab = std::move(corpus.vocab);
     it = corpora.emplace(data_key, std::move(facts)).first;
@@ -77,21 +99,7 @@ void check_cell(const StudySpec& spec, const StudyCell& cell,
   }
   const TrainConfig& train = cell.config.train;
   check_segments_fit_streams(static_cast<int64_t>(it->second.train.size()), train);
-  // The probes as run_cell will plan them, on the cell's config and the split (their checks
-  // read no weights): a distance past the split or a learned table refused now, not after
-  // the cell trained.
-  if (!spec.eval.probes.names.empty()) {
-    ProbeSubject subject;
-    subject.ids = &it->second.eval_ids;
-    subject.vocab = &it->second.vocab;
-    subject.config = &cell.config;
-    subject.lengths = spec.eval.lengths;
-    try {
-      plan_probes(spec.eval.probes, subject, "eval.probes");
-    } catch (const InputError& e) {
-      throw InputError(std::string("eval.probes: ") + e.what());
-    }
-  }
+  check_cell_probes(spec, cell, it->second);
   const int64_t vocab = static_cast<int64_t>(it->second.vocab.size());
   nlohmann::json key = config_to_json(cell.config);
   key["train"].erase("seed");

@@ -48,6 +48,7 @@ json cell_json(const StudySpec& spec, const CellResults& c, const BootstrapOptio
       cj["results"].push_back(r);
     }
   }
+  if (!c.probes_over_steps.empty()) cj["probes_over_steps"] = c.probes_over_steps;
   return cj;
 }
 

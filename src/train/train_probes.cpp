@@ -21,11 +21,12 @@ constexpr const char* kKey = "train.probes";
 
 // The run's probes see the validation split at the evaluated lengths, scored in fp32 as
 // `txl eval --probes` scores them by default.
-ProbeSubject train_probe_subject(const Config& config, const Corpus& corpus, TransformerLM* model) {
+ProbeSubject train_probe_subject(const Config& config, const std::vector<int32_t>& valid,
+                                 const Vocab& vocab, TransformerLM* model) {
   ProbeSubject s;
   s.model = model;
-  s.ids = &corpus.valid;
-  s.vocab = &corpus.vocab;
+  s.ids = &valid;
+  s.vocab = &vocab;
   s.config = &config;
   s.lengths = config.eval.lengths;
   s.precision = Precision::kFp32;
@@ -85,14 +86,22 @@ ProbeRequest train_probe_request(const TrainConfig& train) {
   return request;
 }
 
-TrainProbePlan plan_train_probes(const Config& config, const Corpus& corpus, bool print) {
+TrainProbePlan plan_train_probes(const Config& config, const std::vector<int32_t>& valid,
+                                 const Vocab& vocab, bool print) {
   TrainProbePlan plan;
   const ProbeRequest request = train_probe_request(config.train);
   if (request.names.empty()) return plan;
   if (config.train.probe_interval < 1)  // validate() refuses it too; the division below needs it
     throw InputError(
         fmt::format("train.probe_interval ({}) must be >= 1", config.train.probe_interval));
-  plan.probes = plan_probes(request, train_probe_subject(config, corpus, nullptr), kKey);
+  try {
+    plan.probes = plan_probes(request, train_probe_subject(config, valid, vocab, nullptr), kKey);
+  } catch (const InputError& e) {  // a probe's own check names its option, not the key
+    const std::string what = e.what();
+    if (what.rfind(kKey, 0) == 0) throw;
+    throw InputError(std::string(kKey) + " \"" + config.train.probes +
+                     "\" on the validation split: " + what);
+  }
   plan.runs = config.train.max_steps / config.train.probe_interval;
   for (const auto& p : plan.probes) plan.tokens += p.tokens;
   check_train_probe_budget(config.train, plan);
@@ -117,7 +126,9 @@ nlohmann::json train_probe_line(const ProbeOutput& output, int64_t step) {
 }
 
 TrainProbes::TrainProbes(const Config& config, const Corpus& corpus)
-    : config_(config), corpus_(corpus), plan_(plan_train_probes(config, corpus)) {}
+    : config_(config),
+      corpus_(corpus),
+      plan_(plan_train_probes(config, corpus.valid, corpus.vocab)) {}
 
 bool TrainProbes::due(int64_t step) const {
   return !plan_.probes.empty() && step % config_.train.probe_interval == 0;
@@ -129,7 +140,7 @@ std::vector<nlohmann::json> TrainProbes::run(TransformerLM& model, at::Generator
   // same), nor leave the model in eval mode.
   const torch::Tensor rng = generator.get_state();
   model->eval();
-  const ProbeSubject subject = train_probe_subject(config_, corpus_, &model);
+  const ProbeSubject subject = train_probe_subject(config_, corpus_.valid, corpus_.vocab, &model);
   std::vector<nlohmann::json> lines;
   for (const auto& p : plan_.probes) {
     const auto start = std::chrono::steady_clock::now();

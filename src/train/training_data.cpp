@@ -57,7 +57,8 @@ Corpus load_training_data(const Config& config, TokenCacheWrites* writes, const 
   validate_adaptive_vocab(config.model.adaptive, static_cast<int64_t>(corpus.vocab.size()));
   const auto& tc = config.train;
   check_segments_fit_streams(static_cast<int64_t>(corpus.train.size()), tc);
-  plan_train_probes(config, corpus, /*print=*/true);  // train.probes and their budget
+  plan_train_probes(config, corpus.valid, corpus.vocab,
+                    /*print=*/true);  // train.probes and their budget
   const double limit = process_ram_limit_bytes();
   Config process = config;  // what one process trains: its share of the streams
   process.train.batch_size = std::max<int64_t>(1, tc.batch_size / std::max(1, world_size));

@@ -170,5 +170,50 @@ TEST(TrainProbes, RefusalsNameTheKeyAndWriteNothing) {
           "tokens forwarded, past train.probe_max_tokens = 500");
 }
 
+TEST(TrainProbes, AStudyCellCarriesItsProbesOverSteps) {
+  const std::string root = fresh_dir("train_probes_study");
+  auto base = tiny_config(probe_corpus(root));
+  base["train"]["max_steps"] = 10;
+  base["train"]["probes"] = kProbes;
+  base["train"]["probe_interval"] = 5;
+  const nlohmann::json study = {
+      {"base", base},
+      {"grid", {{"model.pos_encoding", {"relative"}}, {"train.seed", {1, 2}}}},
+      {"eval", {{"methods", {"nonoverlap"}}, {"lengths", {8}}}}};
+  const std::string config = write_config(root + "/study.json", study);
+  const auto r = run_txl({"study", "--config", config, "--out", root + "/out"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto results = nlohmann::json::parse(testing::read_text(root + "/out/results.json"));
+  ASSERT_EQ(results.at("cells").size(), 2u);
+  for (const auto& cell : results.at("cells")) {
+    const auto& rows = cell.at("probes_over_steps");
+    ASSERT_EQ(rows.size(), 12u) << rows.dump();  // 2 steps x 3 series x 2 distances
+    // The rows are the run's own metrics.jsonl lines, flattened.
+    const auto lines =
+        probe_lines(root + "/out/runs/" + cell.at("name").get<std::string>(), "copy");
+    size_t i = 0;
+    for (const auto& [step, line] : lines) {
+      for (const auto& m : line.at("metrics")) {
+        ASSERT_LT(i, rows.size());
+        EXPECT_EQ(rows[i].at("probe"), "copy");
+        EXPECT_EQ(rows[i].at("step"), step);
+        EXPECT_EQ(rows[i].at("series"), m.at("series"));
+        EXPECT_EQ(rows[i].at("x"), m.at("x"));
+        EXPECT_EQ(rows[i].at("value"), m.at("value"));
+        ++i;
+      }
+    }
+    EXPECT_EQ(i, rows.size());
+  }
+  // A cell whose train.probes cannot run is refused before any cell trains.
+  nlohmann::json bad = study;
+  bad["base"]["train"]["probes"] = "copy copy.distances=4000";
+  const auto refused = run_txl(
+      {"study", "--config", write_config(root + "/bad.json", bad), "--out", root + "/bad-out"});
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.err.find("train.probes"), std::string::npos) << refused.err;
+  EXPECT_FALSE(testing::cli_fs::exists(root + "/bad-out/runs"));
+}
+
 }  // namespace
 }  // namespace txl

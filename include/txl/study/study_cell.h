@@ -76,6 +76,9 @@ struct CellResults {
   std::vector<std::vector<std::string>> skipped;
   // The probes' outputs, as probes_to_json wrote them ({} without probes).
   nlohmann::json probes = nlohmann::json::object();
+  // The probes run during training (train.probes), read from the run's metrics.jsonl: one
+  // {"probe", "step", "series", "x" (null: none), "value"} per metric and step ([] without).
+  nlohmann::json probes_over_steps = nlohmann::json::array();
 };
 
 // nullopt when the cell has no (current) DIR/cells/<name>.json.

@@ -41,11 +41,12 @@ struct TrainProbePlan {
   double total() const { return tokens * static_cast<double>(runs); }
 };
 
-// The plan for `config` on `corpus` (empty without train.probes): InputError naming the key
-// for an unknown probe or option, a probe the split cannot hold, and a whole-run total past
-// train.probe_max_tokens (with the figures). No model is needed: it is checked before one
-// is built. Prints the plan on stderr when `print`.
-TrainProbePlan plan_train_probes(const Config& config, const Corpus& corpus, bool print = false);
+// The plan for `config` on the validation split `valid` (empty without train.probes): InputError
+// naming the key for an unknown probe or option, a probe the split cannot hold, and a whole-run
+// total past train.probe_max_tokens (with the figures). No model is needed: it is checked before
+// one is built. Prints the plan on stderr when `print`.
+TrainProbePlan plan_train_probes(const Config& config, const std::vector<int32_t>& valid,
+                                 const Vocab& vocab, bool print = false);
 
 // The metrics.jsonl line of one probe's output at `step`.
 nlohmann::json train_probe_line(const ProbeOutput& output, int64_t step);
