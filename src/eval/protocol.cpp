@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "txl/config/encodings.h"
-#include "txl/eval/request.h"
 #include "txl/util/blocks.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
@@ -32,7 +31,7 @@ const EvalProtocol& eval_protocol(const std::string& name) {
   for (const auto& p : eval_protocols()) {
     if (name == p.name) return p;
   }
-  throw std::logic_error("evaluation method \"" + name + "\" has no registered protocol");
+  throw std::logic_error("evaluation method \"" + name + "\" is not registered");
 }
 
 std::string default_protocol_name() { return eval_protocols().front().name; }
@@ -70,7 +69,7 @@ EvalRequest as_trained_request(const Config& config, bool carries_memory) {
     r.precision = config.train.precision;
     return r;
   }
-  throw std::logic_error("no evaluation protocol is a run's own");
+  throw std::logic_error("no evaluation method is a run's own");
 }
 
 std::pair<int64_t, int64_t> shard_block(int64_t count, const EvalRequest& r) {

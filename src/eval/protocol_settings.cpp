@@ -1,12 +1,86 @@
-// Everything a protocol's declared settings give its consumers (protocol.h): resolution,
-// range checks, the cache key and file name, JSON, the report column and the study label.
-// Nothing here names a protocol or a setting.
+// Everything a protocol's declared settings give its consumers (protocol.h): the declaration
+// by named parts (SettingDeclaration), resolution, range checks, the cache key and file name,
+// JSON, the report column and the study label. Nothing here names a protocol or a setting.
 #include <spdlog/fmt/fmt.h>
 
 #include "txl/eval/protocol.h"
 #include "txl/util/error.h"
 
 namespace txl {
+
+SettingDeclaration::SettingDeclaration(const char* name, const char* flag, bool is_switch) {
+  s_.name = name;
+  s_.flag = flag;
+  s_.is_switch = is_switch;
+  if (is_switch) {
+    range(0, 1);
+    unset(0, "off", "off");
+  }
+}
+
+SettingDeclaration& SettingDeclaration::range(int64_t min, int64_t max) {
+  s_.min = min;
+  s_.max = max;
+  has_range_ = true;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::unset(int64_t value, const char* text,
+                                              const char* short_text,
+                                              int64_t (*resolve)(int64_t length)) {
+  s_.unset = value;
+  s_.unset_text = text;
+  s_.unset_short = short_text;
+  s_.resolve_unset = resolve;
+  has_unset_ = true;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::study_key(const char* key) {
+  s_.study_key = key;
+  s_.study_list = false;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::study_list(const char* key) {
+  s_.study_key = key;
+  s_.study_list = true;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::report(const char* format) {
+  s_.report = format;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::study_label(const char* format) {
+  s_.study_label = format;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::cache_tag(const char* tag) {
+  s_.cache_tag = tag;
+  return *this;
+}
+
+SettingDeclaration& SettingDeclaration::doc(const char* help) {
+  s_.doc = help;
+  return *this;
+}
+
+SettingDeclaration::operator ProtocolSetting() const {
+  const auto missing = [this](const char* part) {
+    throw std::logic_error(fmt::format("evaluation method setting {} ({}) is declared without {}",
+                                       s_.name ? s_.name : "?", s_.flag ? s_.flag : "?", part));
+  };
+  if (s_.name == nullptr || s_.flag == nullptr) missing("a name and a flag");
+  if (!has_range_) missing("range()");
+  if (!has_unset_) missing("unset()");
+  if (s_.report == nullptr) missing("report()");
+  if (s_.cache_tag == nullptr) missing("cache_tag()");
+  if (s_.doc == nullptr) missing("doc()");
+  return s_;
+}
 
 const ProtocolSetting* find_setting(const EvalProtocol& protocol, const std::string& name) {
   for (const auto& s : protocol.settings) {
@@ -25,7 +99,9 @@ SettingNamer flag_namer(const EvalProtocol& protocol) {
 int64_t resolved_setting(const EvalProtocol& protocol, const ProtocolSettings& settings,
                          const std::string& name, int64_t length) {
   const ProtocolSetting* s = find_setting(protocol, name);
-  if (s == nullptr) throw std::logic_error(std::string(protocol.name) + " has no setting " + name);
+  if (s == nullptr)
+    throw std::logic_error("evaluation method " + std::string(protocol.name) + " has no setting " +
+                           name);
   const int64_t v = settings.value_or(name, s->unset);
   return v == s->unset && s->resolve_unset ? s->resolve_unset(length) : v;
 }

@@ -1,19 +1,16 @@
-// safetensors and torch.save dicts: written by the format's rules, every byte range checked
-// before it is read (safetensors.h).
+// safetensors: written by the format's rules, every byte range checked before it is read
+// (safetensors.h).
 #include "txl/run/safetensors.h"
 
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
-#include "txl/run/torch_pickle.h"
 #include "txl/util/error.h"
 #include "txl/util/fs.h"
 #include "txl/util/hash.h"
 #include "txl/util/json.h"
-#include "txl/util/text.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "weight files are little-endian; this host is not");
@@ -51,15 +48,6 @@ std::vector<std::string> known_dtypes() {
 
 torch::Tensor cpu_contiguous(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU).contiguous();
-}
-
-void check_unique_names(const std::vector<NamedTensor>& tensors, const std::string& path) {
-  std::set<std::string> seen;
-  for (const auto& t : tensors) {
-    if (t.name.empty()) throw InputError(path + ": a tensor without a name");
-    if (!seen.insert(t.name).second)
-      throw InputError(fmt::format("{}: tensor {} is given twice", path, t.name));
-  }
 }
 
 // One entry of the header, checked against the data's size.
@@ -168,7 +156,8 @@ nlohmann::json parse_header(const std::string& text, const std::string& path) {
   }
 }
 
-// The header read and checked, the data's ranges tiled: where each tensor lies; no data read.
+}  // namespace
+
 std::vector<TensorLocation> locate_safetensors(const ByteSource& source,
                                                std::map<std::string, std::string>& metadata) {
   const std::string& path = source.name();
@@ -217,11 +206,6 @@ std::vector<TensorLocation> locate_safetensors(const ByteSource& source,
   return out;
 }
 
-constexpr const char* kZipMagic = "PK\x03\x04";
-constexpr const char* kLegacyTorchMagic = "\x80\x02\x8a\x0a";
-
-}  // namespace
-
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   check_unique_names(tensors, path);
@@ -246,90 +230,6 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   for (const auto& t : data)
     pieces.emplace_back(static_cast<const char*>(t.data_ptr()), t.nbytes());
   write_file_atomic(path, pieces);
-}
-
-void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors) {
-  check_unique_names(tensors, path);
-  write_file_atomic(path, torch_state_dict_bytes(tensors));
-}
-
-namespace {
-
-bool starts_with_bytes(const ByteSource& source, const char* magic, uint64_t n) {
-  return source.size() >= n && source.read_string(0, n) == std::string(magic, n);
-}
-
-// Every tensor, for files read whole: at most what the file holds, twice (a tied pair of views
-// of one storage) and 1 MB over; more is views of views (1,500 of one 4 MB storage made a
-// 4.2 MB file cost 6 GB), refused before it is materialised.
-WeightFile read_all(const WeightReader& reader) {
-  double bytes = 0;
-  for (const auto& t : reader.index()) bytes += double(t.tensor.nbytes());
-  const double bound = 2.0 * double(reader.source().size()) + double(1 << 20);
-  if (bytes > bound) {
-    throw InputError(fmt::format(
-        "{}: its tensors hold {:.0f} bytes, views of a file of {} bytes; read whole, that is "
-        "more than a weight file holds",
-        reader.path(), bytes, reader.source().size()));
-  }
-  WeightFile file;
-  file.metadata = reader.metadata();
-  for (size_t i = 0; i < reader.index().size(); ++i)
-    file.tensors.push_back({reader.index()[i].name, reader.read(i)});
-  return file;
-}
-
-}  // namespace
-
-WeightReader::WeightReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)) {
-  const std::string& path = source_->name();
-  const bool pt_name = ends_with(path, ".pt");
-  if (starts_with_bytes(*source_, kLegacyTorchMagic, 4)) {
-    throw InputError(fmt::format(
-        "{}: not a zip archive, so not what torch.save writes since PyTorch 1.6 (the legacy format "
-        "only Python's pickle reads); convert it where PyTorch is: python3 -c \"import torch; "
-        "torch.save(torch.load('OLD', map_location='cpu'), 'NEW.pt')\"",
-        path));
-  }
-  if (starts_with_bytes(*source_, kZipMagic, 4)) {
-    locations_ = read_torch_state_dict(*source_);
-  } else if (pt_name && source_->size() < 4) {
-    throw InputError(
-        fmt::format("{}: {} bytes, not a torch.save archive (a zip)", path, source_->size()));
-  } else {
-    locations_ = locate_safetensors(*source_, metadata_);
-  }
-  for (const auto& t : locations_)
-    index_.push_back({t.name, torch::empty(t.sizes, torch::TensorOptions().dtype(t.dtype).device(
-                                                        torch::kMeta))});
-}
-
-torch::Tensor WeightReader::read(size_t i) const {
-  const TensorLocation& t = locations_.at(i);
-  const auto options = torch::TensorOptions().dtype(t.dtype);
-  int64_t numel = 1, last = t.offset;  // bounded when the file was opened
-  for (size_t k = 0; k < t.sizes.size(); ++k) {
-    numel *= t.sizes[k];
-    last += (t.sizes[k] - 1) * t.strides[k];
-  }
-  if (numel == 0) return torch::empty(t.sizes, options);
-  // Only the span of the record that the tensor views is read.
-  const int64_t span = last - t.offset + 1;
-  const uint64_t item = c10::elementSize(t.dtype);
-  auto values = torch::empty({span}, options);
-  source_->read(t.record_at + uint64_t(t.offset) * item, values.data_ptr(), uint64_t(span) * item);
-  auto view = values.as_strided(t.sizes, t.strides, 0);
-  return span == numel && view.is_contiguous() ? view : view.contiguous();
-}
-
-WeightReader open_weight_file(const std::string& path) {
-  return WeightReader(open_file_source(path, "a weight file (.safetensors or .pt)"));
-}
-
-WeightFile read_weight_file(const std::string& path) { return read_all(open_weight_file(path)); }
-
-WeightFile parse_weight_file(const std::string& bytes, const std::string& path) {
-  return read_all(WeightReader(string_source(bytes, path)));
 }
 
 }  // namespace txl

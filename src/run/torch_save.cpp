@@ -1,8 +1,10 @@
 // torch.save's archive for a dict of tensors, written without LibTorch's TorchScript pickler
-// (torch_pickle.h says why): the pickle opcodes by hand, the zip by LibTorch's stream writer.
+// (torch_save.h says why): the pickle opcodes by hand, the zip by LibTorch's stream writer.
+#include "txl/run/torch_save.h"
+
 #include <caffe2/serialize/inline_container.h>
 
-#include "txl/run/torch_pickle.h"
+#include "txl/util/fs.h"
 
 namespace txl {
 
@@ -113,6 +115,11 @@ std::string torch_state_dict_bytes(const std::vector<NamedTensor>& tensors) {
     writer.writeEndOfFile();
   }
   return archive;
+}
+
+void write_torch_dict(const std::string& path, const std::vector<NamedTensor>& tensors) {
+  check_unique_names(tensors, path);
+  write_file_atomic(path, torch_state_dict_bytes(tensors));
 }
 
 }  // namespace txl

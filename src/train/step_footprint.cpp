@@ -61,7 +61,7 @@ StepBytes step_bytes(TransformerLM& model, const Config& config, const torch::Te
       ForwardOptions fwd;
       fwd.targets = ids.narrow(1, 1, segment_len);
       fwd.keep_memory = mem_len;
-      fwd.key_window = tc.same_length ? tc.mem_len : 0;
+      fwd.key_window = same_length_key_window(tc.same_length, tc.mem_len);
       auto result = model->forward(ids.narrow(1, 0, segment_len), memory, fwd);
       loss = result.nll.mean();
     }

@@ -233,7 +233,7 @@ StepOutcome forward_backward(TrainRun& run) {
     ForwardOptions fwd;
     fwd.targets = local_rows(run.dist, segment.targets).to(run.device);
     fwd.keep_memory = run.model->has_memory() ? tc.mem_len : 0;
-    fwd.key_window = tc.same_length ? tc.mem_len : 0;
+    fwd.key_window = same_length_key_window(tc.same_length, tc.mem_len);
     auto result = run.model->forward(inputs, run.memory, fwd);
     loss = result.nll.mean();  // []
     run.memory = std::move(result.memory);

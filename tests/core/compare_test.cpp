@@ -20,6 +20,8 @@
 #include "txl/eval/cache.h"
 #include "txl/eval/compare_runs.h"
 #include "txl/eval/plot.h"
+#include "txl/eval/protocols/memory.h"
+#include "txl/eval/protocols/sliding.h"
 #include "txl/eval/run_eval.h"
 #include "txl/run/checkpoint.h"
 #include "txl/util/error.h"
@@ -150,7 +152,7 @@ TEST(CompareCli, MemoryMethodMarksRunsWithoutMemoryNotApplicable) {
   const auto j = nlohmann::json::parse(read_text(json));
   EXPECT_TRUE(j["runs"][0]["supported"].get<bool>());
   EXPECT_FALSE(j["runs"][1]["supported"].get<bool>());
-  EXPECT_EQ(j["runs"][0]["results"][0]["mem_len"], 8);
+  EXPECT_EQ(j["runs"][0]["results"][0][memory_setting::kMemLen], 8);
   EXPECT_FALSE(j.contains("paired"));
   // eval refuses it outright.
   const auto e = run_txl({"eval", "--run", t.abs, "--method", "memory", "--lengths", "8"});
@@ -239,13 +241,13 @@ std::vector<Refusal> option_refusals(const testing::TinyRuns& t) {
   };
   const auto eval = [t](EvalCliOptions o) { return [t, o] { eval_in_process(t.rel, o); }; };
   EvalCliOptions stride9 = with_lengths("8", "sliding");
-  stride9.protocol_settings["stride"] = 9;
+  stride9.protocol_settings[sliding_setting::kStride] = 9;
   EvalCliOptions windowed;
   windowed.method = "windowed";
   EvalCliOptions train_split;
   train_split.split = "train";
   EvalCliOptions stride17 = with_lengths("16", "sliding");
-  stride17.protocol_settings["stride"] = 17;
+  stride17.protocol_settings[sliding_setting::kStride] = 17;
   std::vector<Refusal> refusals;
   for (const char* lengths : {"0", "8,abc", "-8", "1.5", "8,,16"}) {
     refusals.push_back({std::string("--lengths ") + lengths, compare(with_lengths(lengths)),

@@ -13,6 +13,7 @@
 #include "txl/model/encodings/fire.h"
 #include "txl/model/encodings/kerple.h"
 #include "txl/model/encodings/learned_absolute.h"
+#include "txl/model/encodings/relative.h"
 #include "txl/model/encodings/rope.h"
 #include "txl/model/encodings/t5.h"
 #include "txl/model/positional.h"

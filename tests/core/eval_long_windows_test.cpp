@@ -9,6 +9,8 @@
 #include "txl/eval/eval_footprint.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/progress.h"
+#include "txl/eval/protocols/memory.h"
+#include "txl/eval/protocols/sliding.h"
 #include "txl/eval/report.h"
 #include "txl/model/position_score.h"
 #include "txl/util/error.h"
@@ -37,9 +39,9 @@ EvalRequest request(const std::string& method, int64_t length) {
   r.protocol = method;
   r.length = length;
   r.batch_tokens = 32;  // two windows of 16 per pass
-  r.settings.set("stride", 4);
-  r.settings.set("mem_len", 5);
-  r.settings.set("streams", 3);
+  r.settings.set(sliding_setting::kStride, 4);
+  r.settings.set(memory_setting::kMemLen, 5);
+  r.settings.set(memory_setting::kStreams, 3);
   return r;
 }
 
@@ -130,8 +132,8 @@ TEST(EvalMemory, GrowsLinearlyInTheLengthOnceScoresAndLogitsRunInBlocks) {
   // Memory adds its rows [B, M, C] and their key/value projection [B, M, 2*H*D], per layer,
   // in and out.
   auto mem = request("memory", 64);
-  mem.settings.set("mem_len", 64);
-  mem.settings.set("streams", 1);
+  mem.settings.set(memory_setting::kMemLen, 64);
+  mem.settings.set(memory_setting::kStreams, 1);
   EXPECT_DOUBLE_EQ(estimate_eval_footprint(m, 80, mem, 10000).memory_bytes,
                    4.0 * 2 * 3 * 64 * (128 + 2 * 4 * 32));
 }
@@ -159,7 +161,7 @@ TEST(EvalMemory, RefusesWhatCannotFitNamingTheEstimate) {
       [&] { check_eval_footprint(e, r, 0.5 * e.total_bytes()); },
       {"length 65536 (1 window of 65536 tokens)", "of memory", "evaluate shorter lengths"});
   auto mem = request("memory", 4096);
-  mem.settings.set("mem_len", 4096);
+  mem.settings.set(memory_setting::kMemLen, 4096);
   testing::expect_input_error(
       [&] { check_eval_footprint(estimate_eval_footprint(m, 80, mem, 1000000), mem, 1.0); },
       {"fewer --streams"});

@@ -18,6 +18,8 @@
 #include "txl/eval/cache.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/interval.h"
+#include "txl/eval/protocols/memory.h"
+#include "txl/eval/protocols/sliding.h"
 #include "txl/model/sampling.h"
 #include "txl/util/error.h"
 #include "txl/util/json.h"
@@ -94,7 +96,7 @@ TEST(EvalMethods, SlidingStrideOneScoresEachTokenWithExactlyLMinusOneTokensOfCon
     EvalRequest r;
     r.protocol = "sliding";
     r.length = len;
-    r.settings.set("stride", 1);
+    r.settings.set(sliding_setting::kStride, 1);
     const auto result = evaluate(model, ids, r);
     // Target t (predicting ids[t+1]) sees ids[max(0, t-L+1) .. t]: min(t, L-1) earlier tokens.
     double total = 0;
@@ -103,7 +105,7 @@ TEST(EvalMethods, SlidingStrideOneScoresEachTokenWithExactlyLMinusOneTokensOfCon
       total += piece_nll(model, ids, start, t - start + 1).back();
     }
     EXPECT_EQ(result.tokens, kTokens - 1);
-    EXPECT_EQ(result.settings.get("stride"), 1);
+    EXPECT_EQ(result.settings.get(sliding_setting::kStride), 1);
     EXPECT_NEAR(result.nll, total, 1e-4) << to_string(encoding);
   }
 }
@@ -115,7 +117,7 @@ TEST(EvalMethods, SlidingWithStrideScoresEachTargetOnceInItsWindow) {
   EvalRequest r;
   r.protocol = "sliding";
   r.length = len;
-  r.settings.set("stride", stride);
+  r.settings.set(sliding_setting::kStride, stride);
   const auto result = evaluate(model, ids, r);
   // The first window [0, L) scores its L targets; afterwards, target t >= L belongs to the
   // window that ends at L + S * (floor((t - L) / S) + 1) (cut at the corpus end) and starts
@@ -133,7 +135,7 @@ TEST(EvalMethods, SlidingWithStrideScoresEachTargetOnceInItsWindow) {
   EXPECT_NEAR(result.nll, total, 1e-4);
   // The default stride is L/2.
   r.settings = {};
-  EXPECT_EQ(evaluate(model, ids, r).settings.get("stride"), len / 2);
+  EXPECT_EQ(evaluate(model, ids, r).settings.get(sliding_setting::kStride), len / 2);
 }
 
 TEST(EvalMethods, MemoryWithMemLenCoveringTheCorpusEqualsOneFullContextPass) {
@@ -143,8 +145,8 @@ TEST(EvalMethods, MemoryWithMemLenCoveringTheCorpusEqualsOneFullContextPass) {
     EvalRequest r;
     r.protocol = "memory";
     r.length = 7;
-    r.settings.set("mem_len", kTokens);
-    r.settings.set("streams", 1);
+    r.settings.set(memory_setting::kMemLen, kTokens);
+    r.settings.set(memory_setting::kStreams, 1);
     const auto result = evaluate(model, ids, r);
     const auto full = piece_nll(model, ids, 0, kTokens - 1);
     EXPECT_EQ(result.tokens, kTokens - 1);
@@ -164,11 +166,11 @@ TEST(EvalMethods, MemoryWithSeveralStreamsScoresEveryTokenOnceEachStreamAsIfAlon
   EvalRequest r;
   r.protocol = "memory";
   r.length = 5;
-  r.settings.set("mem_len", kTokens);
-  r.settings.set("streams", 3);
+  r.settings.set(memory_setting::kMemLen, kTokens);
+  r.settings.set(memory_setting::kStreams, 3);
   const auto result = evaluate(model, ids, r);
   EXPECT_EQ(result.tokens, kTokens - 1);
-  EXPECT_EQ(result.settings.get("streams"), 3);
+  EXPECT_EQ(result.settings.get(memory_setting::kStreams), 3);
   // 49 targets: streams of 16, 16 and 17 (the last takes the remainder); with unlimited
   // memory each stream equals one pass over its own tokens.
   double total = 0;
@@ -195,8 +197,8 @@ TEST(EvalMethods, MemoryLimitedToMemLenEqualsAPassOverThatContext) {
   EvalRequest r;
   r.protocol = "memory";
   r.length = 4;
-  r.settings.set("mem_len", 4);
-  r.settings.set("streams", 1);
+  r.settings.set(memory_setting::kMemLen, 4);
+  r.settings.set(memory_setting::kStreams, 1);
   r.max_tokens = 12;
   const auto result = evaluate(model, ids, r);
   ASSERT_EQ(result.window_nll.size(), 3u);
@@ -214,7 +216,7 @@ TEST(EvalMethods, EveryMethodCountsItsTokensAndHonoursMaxTokens) {
       EvalRequest r;
       r.protocol = method;
       r.length = len;
-      r.settings.set("mem_len", len);
+      r.settings.set(memory_setting::kMemLen, len);
       EXPECT_EQ(evaluate(model, ids, r).tokens, kTokens - 1) << method << " L=" << len;
       r.max_tokens = 20;
       EXPECT_EQ(evaluate(model, ids, r).tokens, 20) << method << " L=" << len;
@@ -255,21 +257,21 @@ TEST(EvalMethods, InvalidRequestsAreInputErrors) {
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
   r.length = 8;
   r.protocol = "sliding";
-  r.settings.set("stride", 9);
+  r.settings.set(sliding_setting::kStride, 9);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
-  r.settings.set("stride", -1);
+  r.settings.set(sliding_setting::kStride, -1);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
-  r.settings.set("stride", 8);
+  r.settings.set(sliding_setting::kStride, 8);
   EXPECT_NO_THROW(evaluate(relative, ids, r));
   r = EvalRequest{};
   r.protocol = "memory";
   r.length = 8;
   // memory with the absolute encoding is refused.
   testing::expect_input_error([&] { evaluate(absolute, ids, r); }, {"absolute"});
-  r.settings.set("mem_len", -1);
+  r.settings.set(memory_setting::kMemLen, -1);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
-  r.settings.set("mem_len", 8);
-  r.settings.set("streams", 0);
+  r.settings.set(memory_setting::kMemLen, 8);
+  r.settings.set(memory_setting::kStreams, 0);
   EXPECT_THROW(evaluate(relative, ids, r), InputError);
   EXPECT_THROW(evaluate(relative, std::vector<int32_t>{3}, EvalRequest{}), InputError);
 }
@@ -363,7 +365,8 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   EXPECT_EQ(back.window_nll, result.window_nll);
   EXPECT_EQ(back.window_tokens, result.window_tokens);
   EXPECT_EQ(back.position_nll, result.position_nll);
-  EXPECT_EQ(back.settings.get("stride"), result.settings.get("stride"));
+  EXPECT_EQ(back.settings.get(sliding_setting::kStride),
+            result.settings.get(sliding_setting::kStride));
 
   EvalSubject subject{"valid", checksum_ids(ids), "best.pt", 10, 42};
   const auto key = eval_cache_key(subject, model->config(), r);
@@ -374,7 +377,7 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   EXPECT_EQ(read_eval_cache(path, key)->nll, result.nll);
   // Any difference in what the numbers depend on is a miss.
   auto other = r;
-  other.settings.set("stride", 2);
+  other.settings.set(sliding_setting::kStride, 2);
   EXPECT_NE(eval_cache_key(subject, model->config(), other), key);
   EXPECT_FALSE(read_eval_cache(path, eval_cache_key(subject, model->config(), other)).has_value());
   auto retrained = subject;
@@ -385,7 +388,7 @@ TEST(EvalCache, ResultRoundTripsExactlyAndKeysSeparateRequests) {
   EXPECT_FALSE(read_eval_cache(path, eval_cache_key(edited, model->config(), r)).has_value());
   // The default stride (none given) and the explicit L/2 are the same request.
   auto explicit_stride = r;
-  explicit_stride.settings.set("stride", 4);
+  explicit_stride.settings.set(sliding_setting::kStride, 4);
   EXPECT_EQ(eval_cache_key(subject, model->config(), explicit_stride), key);
   std::filesystem::remove_all(dir);
 }

@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 #include "txl/eval/evaluate.h"
+#include "txl/eval/protocols/memory.h"
 
 namespace txl {
 namespace {
@@ -29,8 +30,8 @@ TEST(EvalShards, ShardsAddUpToTheWholeEvaluationForEveryMethod) {
     EvalRequest r;
     r.protocol = method;
     r.length = 16;
-    r.settings.set("mem_len", 16);
-    r.settings.set("streams", 4);
+    r.settings.set(memory_setting::kMemLen, 16);
+    r.settings.set(memory_setting::kStreams, 4);
     r.batch_tokens = 64;
     const EvalResult whole = evaluate(model, ids, r);
     for (const int64_t shards : {1, 2, 3, 4, 6}) {

@@ -17,7 +17,7 @@
 #include "cli_harness.h"
 #include "txl/config/config.h"
 #include "txl/model/positional.h"
-#include "txl/run/safetensors.h"
+#include "txl/run/weight_file.h"
 #include "txl/run/weight_names.h"
 
 namespace txl {

@@ -16,7 +16,7 @@
 
 #include "cli_harness.h"
 #include "txl/run/run_dir.h"
-#include "txl/run/safetensors.h"
+#include "txl/run/weight_file.h"
 #include "txl/util/error.h"
 #include "txl/util/text.h"
 

@@ -10,6 +10,7 @@
 #include "test_util.h"
 #include "txl/config/encodings.h"
 #include "txl/eval/protocol.h"
+#include "txl/eval/protocols/sliding.h"
 #include "txl/probe/probe.h"
 #include "txl/util/text.h"
 
@@ -65,7 +66,7 @@ TEST(LengthDecision, EachRequestIsEvaluatedNotApplicableOrRefused) {
   testing::expect_input_error([&] { request_unavailable(relative, request("nonoverlap", 0)); },
                               {"positive integer", "0"});
   auto wide = request("sliding", 8);
-  wide.settings.set("stride", 9);
+  wide.settings.set(sliding_setting::kStride, 9);
   testing::expect_input_error([&] { request_unavailable(relative, wide); }, {"--stride", "9"});
   auto clamped = request("nonoverlap", 8);
   clamped.clamp_len = 4;

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "cli_harness.h"
+#include "txl/eval/protocols/memory.h"
 #include "txl/model/transformer.h"
 #include "txl/train/footprint_estimate.h"
 
@@ -130,8 +131,8 @@ TEST(SameLength, EvaluatesThroughTheMemoryProtocolOnlyAndIsCachedApart) {
   EXPECT_NE(same.out.find("same"), std::string::npos) << same.out;
   const json a = json::parse(testing::read_text(dir + "/plain.json"));
   const json b = json::parse(testing::read_text(dir + "/same.json"));
-  EXPECT_EQ(a["results"][0].value("same_length", true), false) << a.dump();
-  EXPECT_EQ(b["results"][0].value("same_length", false), true) << b.dump();
+  EXPECT_EQ(a["results"][0].value(memory_setting::kSameLength, true), false) << a.dump();
+  EXPECT_EQ(b["results"][0].value(memory_setting::kSameLength, false), true) << b.dump();
   EXPECT_NE(a["results"][0]["nll_sum"], b["results"][0]["nll_sum"]);
   // A flag of the memory protocol with another protocol, and a window without memory.
   const auto other = run_txl({"eval", "--run", run, "--lengths", "8", "--same-length"});

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "test_util.h"
+#include "txl/model/encodings/relative.h"
 #include "txl/model/position_score.h"
 
 namespace txl {

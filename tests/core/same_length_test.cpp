@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "txl/eval/evaluate.h"
 #include "txl/eval/protocol.h"
+#include "txl/eval/protocols/memory.h"
 #include "txl/model/positional.h"
 #include "txl/model/transformer.h"
 #include "txl/util/error.h"
@@ -144,18 +145,18 @@ TEST_P(SameLength, MemoryProtocolEqualsOneWindowedPass) {
   EvalRequest r;
   r.protocol = "memory";
   r.length = 5;
-  r.settings.set("mem_len", 6);
-  r.settings.set("streams", 1);
-  r.settings.set("same_length", true);
+  r.settings.set(memory_setting::kMemLen, 6);
+  r.settings.set(memory_setting::kStreams, 1);
+  r.settings.set(memory_setting::kSameLength, true);
   const auto result = evaluate(m, ids, r);
-  EXPECT_TRUE(result.settings.get("same_length"));
+  EXPECT_TRUE(result.settings.get(memory_setting::kSameLength));
   torch::NoGradGuard no_grad;
   ForwardOptions o;
   o.key_window = 6;
   o.targets = ids_t.narrow(0, 1, 39).to(torch::kLong).unsqueeze(0);
   const auto nll = m->forward(ids_t.narrow(0, 0, 39).to(torch::kLong).unsqueeze(0), {}, o).nll;
   EXPECT_NEAR(result.nll, nll.sum().item<double>(), 1e-3);
-  r.settings.set("same_length", false);
+  r.settings.set(memory_setting::kSameLength, false);
   EXPECT_GT(std::abs(evaluate(m, ids, r).nll - result.nll), 1e-3);
 }
 
@@ -168,17 +169,19 @@ TEST(SameLengthRequest, NeedsMemoryAndTheMemoryProtocol) {
   EvalRequest r;
   r.protocol = "memory";
   r.length = 4;
-  r.settings.set("mem_len", 0);
-  r.settings.set("same_length", true);
+  r.settings.set(memory_setting::kMemLen, 0);
+  r.settings.set(memory_setting::kSameLength, true);
   testing::expect_input_error([&] { check_eval_request(model, r); }, {"--mem-len >= 1"});
-  r.settings.set("mem_len", 4);
+  r.settings.set(memory_setting::kMemLen, 4);
   EXPECT_NO_THROW(check_eval_request(model, r));
   // Its own setting in the cache key and the report column.
   nlohmann::json key;
   add_settings_to_key(eval_protocol("memory"), resolved_settings(r), key);
-  EXPECT_EQ(key.value("same_length", false), true);
+  EXPECT_EQ(key.value(memory_setting::kSameLength, false), true);
   EvalResult result;
-  result.settings = {{"mem_len", 4}, {"streams", 2}, {"same_length", 1}};
+  result.settings = {{memory_setting::kMemLen, 4},
+                     {memory_setting::kStreams, 2},
+                     {memory_setting::kSameLength, 1}};
   EXPECT_EQ(settings_text(eval_protocol("memory"), result.settings), "mem 4 x2 same");
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "test_util.h"
+#include "txl/eval/protocols/memory.h"
 #include "txl/util/error.h"
 
 namespace txl {
@@ -60,7 +61,7 @@ TEST(StudyConfig, ProtocolsAreMethodsTimesAidsAndMemoryLengths) {
                                               "memory mem16+ntk:4"}));
   EXPECT_EQ(s.protocols[3].settings.aid, ExtrapolationAid::kNtk);
   EXPECT_DOUBLE_EQ(s.protocols[3].settings.aid_factor, 4.0);
-  EXPECT_EQ(s.protocols[2].settings.protocol_settings.get("mem_len"), 16);
+  EXPECT_EQ(s.protocols[2].settings.protocol_settings.get(memory_setting::kMemLen), 16);
 }
 
 TEST(StudyConfig, ARerunMayAddGridValuesOnly) {

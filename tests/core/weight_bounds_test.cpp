@@ -18,7 +18,7 @@
 #include "txl/platform/resources.h"
 #include "txl/run/interop.h"
 #include "txl/run/run_dir.h"
-#include "txl/run/safetensors.h"
+#include "txl/run/weight_file.h"
 #include "txl/util/error.h"
 
 namespace txl {

@@ -8,16 +8,13 @@
 #include <cstdint>
 #include <string>
 
-#include "txl/eval/evaluate.h"
+#include "txl/config/config.h"
+#include "txl/eval/eval_request.h"
+#include "txl/model/transformer.h"
 
 namespace txl {
 
 // The largest forward pass a request makes on a split of `targets` scored tokens.
-struct EvalPassShape {
-  int64_t batch = 0;    // windows (or streams) in one pass
-  int64_t queries = 0;  // W: the longest window or segment (the length, or less on a short split)
-  int64_t keys = 0;     // W plus memory
-};
 EvalPassShape largest_eval_pass(const EvalRequest& request, int64_t targets);
 
 // Doubles, so that a mistyped length gives a large number, not an overflowed one. Float32

@@ -20,7 +20,7 @@
 
 #include "txl/config/config.h"
 #include "txl/config/encodings.h"
-#include "txl/eval/protocol_settings.h"
+#include "txl/eval/eval_request.h"
 #include "txl/model/transformer.h"
 #include "txl/platform/runtime.h"
 
@@ -43,33 +43,6 @@ class EvalModeGuard {
   bool was_training_;
   torch::NoGradGuard no_grad_;
   AutocastGuard autocast_;
-};
-
-// The protocol evaluation uses unless told otherwise: the registry's first (nonoverlap).
-std::string default_protocol_name();
-// The name of a registered protocol (protocol.h), or InputError naming `key_path` (the flag,
-// or a study config's key) and the valid names.
-std::string parse_protocol_name(const std::string& name, const std::string& key_path = "--method");
-
-struct EvalRequest {
-  std::string protocol = default_protocol_name();  // a registered protocol's name (protocol.h)
-  int64_t length = 128;  // L: window (nonoverlap, sliding) or segment (memory) length
-  // The protocol's own settings (stride; mem_len, streams, same_length): what is absent takes
-  // the protocol's default (resolved_settings, protocol.h).
-  ProtocolSettings settings;
-  int64_t clamp_len = -1;       // relative distance cap (-1: the model's)
-  int64_t batch_tokens = 8192;  // windows per pass ~ batch_tokens / L
-  int64_t max_tokens = 0;       // score at most this many tokens from the start (0 = all)
-  Precision precision = Precision::kFp32;
-  int64_t position_buckets = 0;  // > 0: also report mean NLL per window position, bucketed
-  ExtrapolationAid aid = ExtrapolationAid::kNone;  // config/encodings.h
-  double aid_factor = 0.0;                         // s (0 = derived from L / train_len)
-  int64_t train_len = 0;  // keys per training segment of the run (training_length)
-  // Data-parallel validation: score only shard `shard` of `shards` (a contiguous block of the
-  // windows, or of the memory streams), laid out exactly as the whole evaluation lays them
-  // out, so the shards' NLL and token sums add up to the whole evaluation's.
-  int64_t shard = 0;
-  int64_t shards = 1;
 };
 
 // The longest key range a run saw in training: tgt_len, plus mem_len where the encoding

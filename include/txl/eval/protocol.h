@@ -1,12 +1,16 @@
 // Evaluation protocols: what `--method NAME` scores, with which context, in which passes.
+// The word: the user names one a method (--method, a study's eval.methods, the report's
+// method column) and the registry's messages say "evaluation method"; "protocol" is the
+// code's name for the same thing (EvalProtocol, its registry), never a second idea.
 //
 // A protocol is one file in src/eval/protocols/ plus one line in the registry
 // (src/eval/protocol.cpp). It declares everything its consumers need, so that none of them
 // names a protocol or one of its settings:
 //   - name, one-line description and cost (txl eval --help, txl protocols, reports);
-//   - its settings, each declared once (ProtocolSetting): flag, study key, range, default,
-//     and how the cache, the reports and the JSON show it (protocol_settings.cpp derives
-//     them); the rules between its settings and the length;
+//   - its settings, each declared once by named parts (SettingDeclaration): flag, study key,
+//     range, default, and how the cache, the reports and the JSON show it
+//     (protocol_settings.cpp derives them); the rules between its settings and the length.
+//     Code that reads a setting by name uses the constant of eval/protocols/<name>.h;
 //   - how it relates to the way a run trains (validation and the bench ask it);
 //   - which runs it applies to (memory);
 //   - its plan of passes: which windows of the split each forward pass holds and which of
@@ -24,9 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "txl/eval/eval_footprint.h"
-#include "txl/eval/evaluate.h"
-#include "txl/eval/protocol_settings.h"
+#include "txl/config/config.h"
+#include "txl/eval/eval_request.h"
 
 namespace txl {
 
@@ -51,28 +54,73 @@ struct PassPlan {
   int64_t key_window = 0;   // > 0: every query attends over this many most recent keys
 };
 
-// A setting a protocol reads, declared once in the protocol's file. Everything else is
-// derived from the declaration (protocol_settings.cpp): the command-line option and its range
-// check (other protocols refuse the flag), the study key and its check, the resolved value,
-// the cache key and file name, the report's settings column, the study label and the JSON.
+// A setting a protocol reads, declared once in the protocol's file (with SettingDeclaration
+// below, never positionally). Everything else is derived from the declaration
+// (protocol_settings.cpp): the command-line option and its range check (other methods refuse
+// the flag), the study key and its check, the resolved value, the cache key and file name,
+// the report's settings column, the study label and the JSON.
 struct ProtocolSetting {
-  const char* name;  // its key in ProtocolSettings, the cache key and JSON rows ("mem_len")
-  const char* flag;  // command-line option ("--mem-len")
-  bool is_switch;    // a flag without a value: 0 or 1 (--same-length)
-  int64_t min, max;  // the range of a value given
-  int64_t unset;     // the value when not given (a study may write it: "mem_lens": [-1])
+  const char* name = nullptr;  // its key in ProtocolSettings, the cache key and JSON ("mem_len")
+  const char* flag = nullptr;  // command-line option ("--mem-len")
+  bool is_switch = false;      // a flag without a value: 0 or 1 (--same-length)
+  int64_t min = 0, max = 0;    // the range of a value given
+  int64_t unset = 0;           // the value when not given (a study may write it: "mem_lens": [-1])
   // The number an unset value stands for at length L (stride: L/2; mem_len: L); nullptr: the
   // unset value is itself the value (streams: 16).
-  int64_t (*resolve_unset)(int64_t length);
-  const char* unset_text;   // what the unset value means, for messages ("L/2")
-  const char* unset_short;  // and in a study label ("L": "mem=L")
-  const char* study_key;    // key of a study's "eval" section (nullptr: not offered there)
-  bool study_list;          // that key takes a list: one protocol per value ("mem_lens")
-  const char* report;       // its part of the settings column, fmt with the value ("x{}")
-  const char* study_label;  // its part of a study protocol's label ("mem{}"; nullptr: none)
-  const char* cache_tag;    // its part of the cache file's name ("M" -> "-M64"; switch "-SL")
-  const char* doc;          // help text
+  int64_t (*resolve_unset)(int64_t length) = nullptr;
+  const char* unset_text = nullptr;   // what the unset value means, for messages ("L/2")
+  const char* unset_short = nullptr;  // and in a study label ("L": "mem=L")
+  const char* study_key = nullptr;    // key of a study's "eval" section (nullptr: not offered)
+  bool study_list = false;            // that key takes a list: one protocol per value ("mem_lens")
+  const char* report = nullptr;       // its part of the settings column, fmt with the value ("x{}")
+  const char* study_label =
+      nullptr;  // its part of a study protocol's label ("mem{}"; nullptr: none)
+  const char* cache_tag =
+      nullptr;                // its part of the cache file's name ("M" -> "-M64"; switch "-SL")
+  const char* doc = nullptr;  // help text
 };
+
+// Declares a ProtocolSetting by named parts, as LibTorch's options do (Conv2dOptions(..)
+// .stride(2)), so that no two parts can be swapped unnoticed:
+//
+//   number_setting(kStreams, "--streams")
+//       .range(1, int64_t{1} << 20).unset(16, "16", "16")
+//       .report("x{}").cache_tag("B").doc("memory: parallel contiguous streams (default 16)")
+//
+// A switch (switch_setting) holds 0 or 1 and is off unless given. The declaration becomes the
+// setting where the protocol's settings list takes it; a part every setting needs (the
+// report, the cache tag, the help; a number's range and unset meaning) left out is a
+// std::logic_error naming the setting and the part, raised when the registry is built.
+class SettingDeclaration {
+ public:
+  SettingDeclaration(const char* name, const char* flag, bool is_switch);
+  // The range of a value given.
+  SettingDeclaration& range(int64_t min, int64_t max);
+  // The value when not given, what it means in messages ("the evaluated length") and in a
+  // study label ("L"), and the number it stands for at a length (nullptr: itself).
+  SettingDeclaration& unset(int64_t value, const char* text, const char* short_text,
+                            int64_t (*resolve)(int64_t length) = nullptr);
+  // The key of a study's "eval" section that gives it: one value, or a list of values
+  // making one study protocol each.
+  SettingDeclaration& study_key(const char* key);
+  SettingDeclaration& study_list(const char* key);
+  SettingDeclaration& report(const char* format);       // "mem {}" (a switch: "same")
+  SettingDeclaration& study_label(const char* format);  // "mem{}" (a switch: "same")
+  SettingDeclaration& cache_tag(const char* tag);       // "M"
+  SettingDeclaration& doc(const char* help);
+  operator ProtocolSetting() const;  // NOLINT(google-explicit-constructor): the list takes it
+
+ private:
+  ProtocolSetting s_;
+  bool has_range_ = false;
+  bool has_unset_ = false;
+};
+inline SettingDeclaration number_setting(const char* name, const char* flag) {
+  return SettingDeclaration(name, flag, false);
+}
+inline SettingDeclaration switch_setting(const char* name, const char* flag) {
+  return SettingDeclaration(name, flag, true);
+}
 
 // How a protocol relates to the way a run trains (validation, bench's primary protocol).
 enum class TrainingFit {

@@ -114,6 +114,3 @@ std::shared_ptr<PositionScoreImpl> make_position_score(const ModelConfig& config
 std::shared_ptr<PositionInputImpl> make_position_input(const ModelConfig& config);
 
 }  // namespace txl
-
-// The Transformer-XL encodings, which the tests reach through this header.
-#include "txl/model/encodings/relative.h"

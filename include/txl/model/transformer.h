@@ -45,6 +45,13 @@ struct ForwardOptions {
   AttentionObserver* observer = nullptr;
 };
 
+// ForwardOptions::key_window under Transformer-XL's same_length: every query attends over the
+// mem_len most recent keys; 0 (no window) without it. Training (train.same_length) and the
+// memory method (--same-length) both set it from here.
+inline int64_t same_length_key_window(bool same_length, int64_t mem_len) {
+  return same_length ? mem_len : 0;
+}
+
 // Without gradients, with targets and without want_scores, the output layer and the NLL run
 // in blocks of rows so that the [B, Q, V] logits never exist at once (a 33k-word vocabulary
 // at L = 65536 would need 8.7 GB): blocks of query_block rows when it is > 0, otherwise of

@@ -3,13 +3,14 @@
 // (collections.OrderedDict, torch._utils._rebuild_tensor_v2 / _rebuild_parameter, the
 // torch.*Storage types, and the type tag LibTorch's pickle_save puts on a dict); any other global
 // is refused by name, so nothing in the file is ever called. (LibTorch's own pickle_load reads an
-// OrderedDict as None: a Python state dict would not load through it.)
+// OrderedDict as None: a Python state dict would not load through it.) The writer is
+// torch_save.h; weight_file.h reads either format.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "txl/run/safetensors.h"
+#include "txl/run/named_tensor.h"
 #include "txl/util/byte_source.h"
 
 namespace txl {
@@ -21,12 +22,5 @@ namespace txl {
 // 100 MB, more than 2^20 values, values nested more than 32 deep, a compressed record
 // (zip_index.h).
 std::vector<TensorLocation> read_torch_state_dict(const ByteSource& archive);
-
-// The archive torch.save writes for a plain dict name -> tensor (pickle protocol 2: the dict,
-// _rebuild_tensor_v2 calls, storages as data/<key> records, byteorder "little"): only globals
-// that PyTorch's weights_only loader allows, so torch.load reads it with its default
-// weights_only=True (PyTorch >= 2.6), unlike LibTorch's pickle_save, whose dict carries a
-// TorchScript type tag that loader refuses.
-std::string torch_state_dict_bytes(const std::vector<NamedTensor>& tensors);
 
 }  // namespace txl

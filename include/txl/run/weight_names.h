@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "txl/model/transformer.h"
-#include "txl/run/safetensors.h"
+#include "txl/run/weight_file.h"
 
 namespace txl {
 

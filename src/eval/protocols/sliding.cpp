@@ -1,6 +1,8 @@
 // sliding: windows of L tokens advanced by a stride S; the first window is scored whole,
 // then only the last S positions of each window, so every target after the first window
 // has at least L - S tokens of context (S = 1: exactly min(t, L-1)).
+#include "txl/eval/protocols/sliding.h"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
@@ -12,10 +14,12 @@ namespace txl {
 
 namespace {
 
+using sliding_setting::kStride;
+
 // First window scored whole; the window ending at e scores targets [e - stride, e).
 std::vector<PassRow> sliding_windows(const EvalRequest& r, int64_t targets) {
   const int64_t len = r.length;
-  const int64_t stride = resolved_setting(eval_protocol(r.protocol), r.settings, "stride", len);
+  const int64_t stride = resolved_setting(eval_protocol(r.protocol), r.settings, kStride, len);
   const int64_t first = std::min(len, targets);
   std::vector<PassRow> windows{{0, first, 0}};
   for (int64_t end = first + stride; end - stride < targets; end += stride) {
@@ -37,17 +41,22 @@ EvalProtocol sliding_protocol() {
       "last stride tokens of each window";
   p.cost = "L / stride tokens forwarded per token scored";
   p.unit = "window";
-  p.settings = {{"stride", "--stride", false, 1, int64_t{1} << 40, 0,
-                 [](int64_t length) { return std::max<int64_t>(1, length / 2); }, "L/2", "L/2",
-                 "stride", false, "stride {}", nullptr, "S",
-                 "sliding: window advance, 1 to L (default L/2)"}};
+  p.settings = {
+      number_setting(kStride, "--stride")
+          .range(1, int64_t{1} << 40)
+          .unset(0, "L/2", "L/2", [](int64_t length) { return std::max<int64_t>(1, length / 2); })
+          .study_key("stride")
+          .report("stride {}")
+          .cache_tag("S")
+          .doc("sliding: window advance, 1 to L (default L/2)"),
+  };
   p.needs_memory = false;
   p.check = [](const EvalRequest& r, const SettingNamer& name) {
-    const int64_t stride = r.settings.get("stride");
+    const int64_t stride = r.settings.get(kStride);
     if (stride > r.length) {
       throw InputError(fmt::format(
           "{} {} is longer than the window length {}; a sliding window advances by 1 to L tokens",
-          name("stride"), stride, r.length));
+          name(kStride), stride, r.length));
     }
   };
   p.plan = [](const EvalRequest& r, int64_t targets) {
