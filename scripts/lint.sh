@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Static checks of the tree: bash -n and shellcheck over every shell script, the include
 # layers (scripts/check_layers.sh), function and file lengths (scripts/check_lengths.sh),
-# clang-format (the checked-in .clang-format) over every C++ file. Installs shellcheck,
-# clang-format and python3 (for check_lengths) from Debian when missing. Exits non-zero,
-# naming the files, when a check fails.
+# include loops between files and folders beyond those in scripts/include_loops.known
+# (scripts/include_loops.py), clang-format (the checked-in .clang-format) over every C++
+# file. Installs shellcheck, clang-format and python3 (for check_lengths and include_loops)
+# from Debian when missing. Exits non-zero, naming the files, when a check fails.
 # Usage: scripts/lint.sh [--fix]   (--fix rewrites unformatted C++ files in place)
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/lib.sh
@@ -39,6 +40,7 @@ echo "[lint] ${#shell_files[@]} shell scripts checked"
 
 bash scripts/check_layers.sh || failed=1
 bash scripts/check_lengths.sh || failed=1
+python3 scripts/include_loops.py || failed=1
 
 if [[ $fix -eq 1 ]]; then
   clang-format -i "${cpp_files[@]}"

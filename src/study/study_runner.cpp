@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "txl/platform/process.h"
-#include "txl/study/study.h"
 #include "txl/study/study_cell.h"
+#include "txl/study/study_options.h"
 #include "txl/util/clock.h"
 #include "txl/util/fs.h"
 #include "txl/util/text.h"

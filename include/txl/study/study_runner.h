@@ -4,9 +4,9 @@
 #include <atomic>
 #include <vector>
 
-#include "txl/study/study.h"
 #include "txl/study/study_cell.h"
 #include "txl/study/study_config.h"
+#include "txl/study/study_options.h"
 
 namespace txl {
 
