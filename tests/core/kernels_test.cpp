@@ -113,8 +113,9 @@ TEST(Dropout, DropsAboutPAndScalesTheRest) {
   EXPECT_TRUE(apply_dropout(x, 0.0, /*training=*/true).is_same(x));
 }
 
-// The keep decision written out from its formula (dropout.h), one element at a time.
-uint32_t lowbias32(uint32_t x) {
+// The keep decision written out from its formula (dropout.h), one element at a time; mix32 is
+// the formula's name for Wellons' "lowbias32", as in the kernel.
+uint32_t mix32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
   x ^= x >> 15;
@@ -124,9 +125,8 @@ uint32_t lowbias32(uint32_t x) {
 }
 uint32_t formula_hash(uint64_t seed, uint64_t index) {
   const uint32_t k0 = static_cast<uint32_t>(seed);
-  const uint32_t k1 =
-      static_cast<uint32_t>(seed >> 32) + lowbias32(static_cast<uint32_t>(index >> 32));
-  return lowbias32(lowbias32(static_cast<uint32_t>(index) ^ k0) + k1);
+  const uint32_t k1 = static_cast<uint32_t>(seed >> 32) + mix32(static_cast<uint32_t>(index >> 32));
+  return mix32(mix32(static_cast<uint32_t>(index) ^ k0) + k1);
 }
 
 TEST(Dropout, HashedKernelEqualsItsFormulaElementByElement) {
