@@ -63,6 +63,34 @@ TEST(Protocols, EveryRegisteredProtocolHasEveryPiece) {
   }
 }
 
+// A setting is declared by named parts; one that every setting needs left out is refused
+// when the declaration becomes a setting, naming the setting and the part. A switch is 0 or
+// 1 and off unless given.
+TEST(Protocols, ASettingDeclaredWithoutAPartIsRefusedNamingIt) {
+  const auto without_doc = [] {
+    const ProtocolSetting s =
+        number_setting("toy", "--toy").range(1, 4).unset(1, "1", "1").report("x{}").cache_tag("T");
+    return s;
+  };
+  try {
+    without_doc();
+    ADD_FAILURE() << "a setting without doc() was accepted";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("toy (--toy)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("doc()"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(
+      ProtocolSetting(number_setting("toy", "--toy").report("x{}").cache_tag("T").doc("d")),
+      std::logic_error);  // no range()
+  const ProtocolSetting on_off =
+      switch_setting("toy", "--toy").report("toy").cache_tag("T").doc("toy: a switch");
+  EXPECT_TRUE(on_off.is_switch);
+  EXPECT_EQ(on_off.min, 0);
+  EXPECT_EQ(on_off.max, 1);
+  EXPECT_EQ(on_off.unset, 0);
+  EXPECT_STREQ(on_off.unset_text, "off");
+}
+
 // Every target 0..N-1 is scored exactly once, by a row that holds it, and the shards' plans
 // together score what the whole plan scores.
 TEST(Protocols, PlansScoreEveryTargetOnceAndShardsPartitionThem) {
