@@ -1,9 +1,8 @@
-// txl bench --config F [--set key=value ...] [--steps N] [--warmup W] [--json FILE]
+// txl bench --config F [--set key=value ...] [--steps N] [--warmup W] [--json FILE] [--profile]
 //           [--threads T] [--precision P] [--device D] [--vocab N] [--long-length L]
-//           [--profile]
-// Training and evaluation throughput on random tokens, FLOPs per token, model-FLOP
-// utilisation against the measured GEMM peak, and one long evaluation window per encoding,
-// each in a fresh process so one encoding's peak memory cannot mask another's.
+// Training and evaluation throughput on random tokens, FLOPs per token, MFU against the measured
+// GEMM peak, and one long evaluation window per encoding, each in a fresh process so one
+// encoding's peak memory cannot mask another's; --eval-only: bench_eval_options.h.
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "txl/cli/bench_eval_options.h"
 #include "txl/cli/commands.h"
 #include "txl/cli/options.h"
 #include "txl/cli/output_path.h"
@@ -50,6 +50,7 @@ struct BenchCommandOptions {
   int64_t rounds = 1;      // --encodings: --steps per round, steps of all encodings in turn
   bool long_only = false;  // child mode: only the long window, result to --json
   bool profile = false;
+  EvalBenchCliOptions eval;  // --eval-only and its options
 };
 
 const char* const kNoCorpus = "(none: txl bench uses random tokens)";
@@ -348,6 +349,8 @@ int run_bench_command(const BenchCommandOptions& o) {
   check_options(o);
   const Config config = resolve_config(o);
   validate_adaptive_vocab(config.model.adaptive, o.vocab);  // cutoffs below --vocab
+  if (o.eval.eval_only)
+    return run_eval_bench_command(config, o.eval, o.vocab, o.profile, o.json_path);
   if (!o.encodings.empty()) return run_encodings_bench(o, config);
   check_long_windows_fit(o, config);
 
@@ -406,8 +409,10 @@ void setup_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--long-only", c->long_only,
                 "Only the long window of the config's encoding, in this process");
   cmd->add_flag("--profile", c->profile, "Per-operator time table of the timed training steps");
+  add_eval_bench_options(cmd, c->eval);
   cmd->callback([c, cmd, &exit_code] {
     refuse_empty_values(*cmd);
+    refuse_without_eval_only(*cmd, c->eval.eval_only);
     exit_code = run_bench_command(*c);
   });
 }

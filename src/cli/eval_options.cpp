@@ -24,6 +24,8 @@ std::string method_help() {
   return out;
 }
 
+}  // namespace
+
 // Every protocol's settings as options, from their declarations (protocol.h).
 void add_protocol_setting_options(CLI::App* cmd, EvalCliOptions& o) {
   for (const auto& protocol : eval_protocols()) {
@@ -37,8 +39,6 @@ void add_protocol_setting_options(CLI::App* cmd, EvalCliOptions& o) {
     }
   }
 }
-
-}  // namespace
 
 void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& help) {
   cmd->add_option("--split", o.split,
@@ -76,8 +76,6 @@ void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& he
   cmd->add_option("--json", o.json_path, help.json);
 }
 
-namespace {
-
 // The settings given on the command line, each checked against its range; a flag that
 // only another protocol reads, given with this one, is refused naming both.
 ProtocolSettings given_protocol_settings(const EvalCliOptions& o, const std::string& method) {
@@ -99,8 +97,6 @@ ProtocolSettings given_protocol_settings(const EvalCliOptions& o, const std::str
   check_setting_ranges(protocol, given, flag_namer(protocol), /*accept_unset=*/false);
   return given;
 }
-
-}  // namespace
 
 EvalPlan check_eval_options(const EvalCliOptions& o, bool runs_have_aids) {
   EvalPlan c;

@@ -30,6 +30,17 @@
 
 namespace txl {
 
+// bench.h. Zipf-distributed for the adaptive softmax, whose cost depends on which
+// clusters the targets fall in (bench.h): the training steps' and the evaluations' alike.
+torch::Tensor bench_random_ids(const ModelConfig& model, int64_t vocab_size, int64_t n) {
+  if (model.adaptive) {
+    static thread_local torch::Tensor zipf;
+    if (!zipf.defined() || zipf.size(0) != vocab_size) zipf = zipf_probabilities(vocab_size);
+    return torch::multinomial(zipf, n, /*replacement=*/true);  // [n]
+  }
+  return torch::randint(vocab_size, {n}, torch::TensorOptions().dtype(torch::kLong));  // [n]
+}
+
 namespace {
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -40,20 +51,9 @@ torch::ScalarType gemm_dtype(Precision precision) {
   return precision == Precision::kBf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
-// n ids [n]: uniform; Zipf-distributed for the adaptive softmax, whose cost depends on which
-// clusters the targets fall in (bench.h): the training steps' and the evaluations' alike.
-torch::Tensor random_ids(const ModelConfig& model, int64_t vocab_size, int64_t n) {
-  if (model.adaptive) {
-    static thread_local torch::Tensor zipf;
-    if (!zipf.defined() || zipf.size(0) != vocab_size) zipf = zipf_probabilities(vocab_size);
-    return torch::multinomial(zipf, n, /*replacement=*/true);  // [n]
-  }
-  return torch::randint(vocab_size, {n}, torch::TensorOptions().dtype(torch::kLong));  // [n]
-}
-
 torch::Tensor random_tokens(const BenchResult& r, const ModelConfig& model, int64_t vocab_size,
                             const torch::Device& device) {
-  return random_ids(model, vocab_size, r.batch * r.query_len)
+  return bench_random_ids(model, vocab_size, r.batch * r.query_len)
       .view({r.batch, r.query_len})
       .to(device);  // [B, Q]
 }
@@ -169,7 +169,7 @@ void summarize_training(BenchModel& b) {
 std::vector<int32_t> random_split(const BenchResult& r, const ModelConfig& model,
                                   const BenchOptions& o) {
   const int64_t n = r.batch * r.query_len * std::max<int64_t>(o.steps, 1) + 1;
-  const auto t = random_ids(model, o.vocab_size, n).to(torch::kInt);
+  const auto t = bench_random_ids(model, o.vocab_size, n).to(torch::kInt);
   const int32_t* p = t.data_ptr<int32_t>();
   return std::vector<int32_t>(p, p + n);
 }
@@ -286,6 +286,8 @@ void profile_evaluation(BenchModel& b, const BenchOptions& o) {
   r.eval_profile_by_caller = profiler.by_caller();
 }
 
+}  // namespace
+
 // The size n of the n^3 GEMM that gives the peak: large enough to fill the device.
 int64_t gemm_peak_size(const Config& config) {
   return resolve_device(config.train.device, "train.device").is_cpu() ? 1024 : 8192;
@@ -297,8 +299,6 @@ double gemm_peak(const Config& config) {
   return measure_gemm_gflops(gemm_dtype(config.train.precision), gemm_peak_size(config), 10,
                              device);
 }
-
-}  // namespace
 
 BenchResult run_bench(const Config& config, const BenchOptions& o) {
   // The measured peak is taken before and after the model runs, best of both: the machine

@@ -55,6 +55,7 @@ FlopCount model_flops(const ModelConfig& m, int64_t vocab_size, int64_t batch, i
   FlopCount f;
   f.matmul_params = n;
   f.eval_per_token = 2 * (n + attn + pos + proj);  // the memory's k and v are kept (memory.h)
+  f.eval_table_per_token = 2 * proj;
   f.train_per_token = 6 * (n + attn + pos) + 4 * kv_mem + proj_train_flops * proj;
   f.formula = fmt::format(
       "train = 6*(N + attn + pos) + 4*kv_mem + {:.0f}*proj, eval = 2*(N + attn + pos + proj); "

@@ -56,6 +56,12 @@ struct EvalOptionHelp {
   std::string json;           // --json
 };
 
+// Every protocol's settings as options (--stride, --mem-len, ...), from their declarations
+// (protocol.h), into o.protocol_settings; and those given, checked for `method` (a flag that
+// only another protocol reads is refused naming both).
+void add_protocol_setting_options(CLI::App* cmd, EvalCliOptions& o);
+ProtocolSettings given_protocol_settings(const EvalCliOptions& o, const std::string& method);
+
 // Registers every EvalCliOptions field on `cmd` (all but --json first, then --json).
 void add_eval_options(CLI::App* cmd, EvalCliOptions& o, const EvalOptionHelp& help);
 

@@ -77,14 +77,23 @@ struct EvalRate {
 };
 
 struct FlopCount {
-  double matmul_params = 0.0;    // N above
-  double train_per_token = 0.0;  // FLOPs of one training step / tokens in it
-  double eval_per_token = 0.0;   // FLOPs of one evaluation pass / tokens in it
-  std::string formula;           // the formula with this model's numbers filled in
+  double matmul_params = 0.0;         // N above
+  double train_per_token = 0.0;       // FLOPs of one training step / tokens in it
+  double eval_per_token = 0.0;        // FLOPs of one evaluation pass / tokens in it
+  double eval_table_per_token = 0.0;  // its share for the encoding's table (relative: W_r R)
+  std::string formula;                // the formula with this model's numbers filled in
 };
 
 FlopCount model_flops(const ModelConfig& model, int64_t vocab_size, int64_t batch,
                       int64_t query_len, int64_t mem_len);
+
+// n random ids [n]: uniform; Zipf-distributed for the adaptive softmax, whose cost depends on
+// which clusters the targets fall in: the training steps' and the evaluations' alike.
+torch::Tensor bench_random_ids(const ModelConfig& model, int64_t vocab_size, int64_t n);
+// The size n of the n^3 GEMM that gives the device's peak, and that peak (GFLOP/s) at the
+// config's precision and threads.
+int64_t gemm_peak_size(const Config& config);
+double gemm_peak(const Config& config);
 
 // The adaptive bench's token distribution: p(r) ~ 1/(r + 1) over [0, V)        -> [V] float64
 torch::Tensor zipf_probabilities(int64_t vocab_size);

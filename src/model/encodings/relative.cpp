@@ -6,6 +6,7 @@
 #include "txl/model/encoding_factory.h"
 #include "txl/model/kernels.h"
 #include "txl/model/positional.h"
+#include "txl/platform/runtime.h"
 
 namespace txl {
 
@@ -41,8 +42,31 @@ SinusoidRelativeScore::SinusoidRelativeScore(int64_t d_model, int64_t n_head, in
 torch::Tensor SinusoidRelativeScore::distance_keys(int64_t key_len, const PositionContext& pos) {
   TORCH_CHECK(pos.sinusoids.defined() && pos.sinusoids.size(0) == key_len,
               "relative encoding needs sinusoids for ", key_len, " keys");
-  auto r = affine(pos.sinusoids, w_r->weight);                    // [K, H*D]
+  auto r = projected_keys(pos.sinusoids);                         // [K, H*D]
   return r.view({key_len, n_head_, d_head_}).permute({1, 0, 2});  // [H, K, D]
+}
+
+torch::Tensor SinusoidRelativeScore::projected_keys(const torch::Tensor& sinusoids) {
+  const auto& weight = w_r->weight;  // [H*D, C]
+  const int64_t keys = sinusoids.size(0);
+  const bool keep = !is_training() && !torch::GradMode::is_enabled() &&
+                    keys * weight.size(0) * weight.element_size() <= kKeptDistanceKeyBytes;
+  if (!keep) {
+    kept_ = {};
+    return affine(sinusoids, weight);  // [K, H*D]
+  }
+  const bool autocast = autocast_enabled(weight.device().type());
+  const KeptDistanceKeys& k = kept_;
+  const bool same_weight = k.keys.defined() && k.weight_data == weight.data_ptr() &&
+                           k.weight_version == weight._version() && k.autocast == autocast;
+  if (same_weight && k.sinusoids.size(0) >= keys && k.sinusoids.dtype() == sinusoids.dtype() &&
+      k.sinusoids.device() == sinusoids.device()) {
+    const int64_t first = k.sinusoids.size(0) - keys;  // distances keys-1 .. 0 are the last rows
+    if (torch::equal(k.sinusoids.narrow(0, first, keys), sinusoids))
+      return k.keys.narrow(0, first, keys);  // [K', H*D]
+  }
+  kept_ = {sinusoids, affine(sinusoids, weight), weight.data_ptr(), weight._version(), autocast};
+  return kept_.keys;  // [K, H*D]
 }
 
 RelativeSinusoidInput::RelativeSinusoidInput(int64_t d_model, double dropout)

@@ -31,12 +31,35 @@ class RelativeScore : public PositionScoreImpl {
 };
 
 // Transformer-XL: sinusoidal R (shared, from the context) projected by this layer's W_r.
+// Evaluation keeps W_r R: it depends on the weights and the distances, never on the text, so
+// a segment of Q queries over M + Q keys need not project M + Q sinusoids again (at the
+// published WikiText-103 layout, memory 1600, that projection was more work than the layer's
+// own weights). The kept keys serve every pass whose sinusoids are the last rows of the kept
+// ones (distances K'-1..0 of K-1..0: fewer keys, a query block), while the weight is the same
+// tensor at the same version; a training-mode or gradient-recording pass drops them.
+struct KeptDistanceKeys {
+  torch::Tensor sinusoids;  // [K, C] as projected
+  torch::Tensor keys;       // [K, H*D] = sinusoids W_r^T
+  const void* weight_data = nullptr;
+  int64_t weight_version = -1;
+  bool autocast = false;
+};
+
+// Keys kept per layer at most (beyond it, each pass projects its own): 16 MB holds memory
+// 1600 + 128 keys at H*D = 1024 (7 MB) and 16K keys at H*D = 256.
+inline constexpr int64_t kKeptDistanceKeyBytes = int64_t{16} << 20;
+
 class SinusoidRelativeScore : public RelativeScore {
  public:
   SinusoidRelativeScore(int64_t d_model, int64_t n_head, int64_t d_head, double init_std);
   torch::Tensor distance_keys(int64_t key_len, const PositionContext& pos) override;
+  // sinusoids [K, C] -> [K, H*D], from the kept keys where they apply (evaluation).
+  torch::Tensor projected_keys(const torch::Tensor& sinusoids);
 
   torch::nn::Linear w_r{nullptr};  // C -> H*D, no bias
+
+ private:
+  KeptDistanceKeys kept_;
 };
 
 // The model-level part of `relative`: the sinusoids R for distances K-1..0, computed and
