@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "txl/config/encodings.h"
 #include "txl/eval/evaluate.h"
@@ -42,7 +43,8 @@ double flops_per_scored_token(const Config& config, const EvalBenchOptions& o, c
                               int64_t scored) {
   const ModelConfig& m = config.model;
   double flops = 0.0;
-  int64_t seen = 0;  // tokens each stream has read before this pass
+  int64_t seen = 0;             // tokens each stream has read before this pass
+  std::set<int64_t> projected;  // key counts whose W_r R an earlier pass computed
   for (const auto& pass : plan.passes) {
     const int64_t rows = static_cast<int64_t>(pass.rows.size());
     const int64_t len = pass.rows.front().len;
@@ -52,7 +54,7 @@ double flops_per_scored_token(const Config& config, const EvalBenchOptions& o, c
     const int64_t keys = memory + len;
     const bool kept = m.pos_encoding == PosEncoding::kRelative &&
                       keys * m.n_head * m.d_head * 4 <= kKeptDistanceKeyBytes;
-    if (kept && seen > 0) per_token -= f.eval_table_per_token;  // projected in the first pass
+    if (kept && !projected.insert(keys).second) per_token -= f.eval_table_per_token;
     flops += per_token * static_cast<double>(rows * len);
     seen += len;
   }

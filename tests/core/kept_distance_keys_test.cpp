@@ -1,8 +1,8 @@
 // The relative encoding's kept distance keys (model/encodings/relative.h): evaluation reuses
-// W_r R across passes. Each answer must equal the projection computed afresh, whatever was
-// kept before: fewer keys (the last rows), other sinusoids (another clamp_len), weights changed
-// in place (a new version) or behind the version counter after a training-mode pass (which
-// drops what was kept), and a size past the per-layer budget.
+// W_r R across passes. Each answer must equal the projection computed afresh to the last bit,
+// whatever was kept before: fewer keys, other sinusoids (another clamp_len), weights changed in
+// place (a new version) or behind the version counter after a training-mode pass (which drops
+// what was kept), and a size past the per-layer budget.
 #include <gtest/gtest.h>
 
 #include "txl/model/encodings/relative.h"
@@ -26,6 +26,8 @@ void expect_fresh(SinusoidRelativeScore& score, const torch::Tensor& s, const ch
   const auto got = score.projected_keys(s);
   ASSERT_EQ(got.sizes(), (std::vector<int64_t>{s.size(0), kHeads * kHead})) << what;
   EXPECT_LT((got - fresh(score, s)).abs().max().item<double>(), 1e-6) << what;
+  // The very product a pass without kept keys computes, bit for bit.
+  EXPECT_TRUE(torch::equal(got, affine(s, score.w_r->weight))) << what;
 }
 
 TEST(KeptDistanceKeys, EveryAnswerEqualsTheProjectionComputedAfresh) {
@@ -34,11 +36,11 @@ TEST(KeptDistanceKeys, EveryAnswerEqualsTheProjectionComputedAfresh) {
   score.eval();
   torch::NoGradGuard no_grad;
   expect_fresh(score, sinusoids(40), "first, 40 keys");
-  const auto kept = score.projected_keys(sinusoids(40));
-  const auto fewer = score.projected_keys(sinusoids(25));
-  // Fewer keys are the kept rows' tail, not a new product.
-  EXPECT_EQ(fewer.data_ptr<float>(), kept.data_ptr<float>() + 15 * kHeads * kHead);
+  // The same sinusoids again: the kept product itself.
+  EXPECT_EQ(score.projected_keys(sinusoids(40)).data_ptr<float>(),
+            score.projected_keys(sinusoids(40)).data_ptr<float>());
   expect_fresh(score, sinusoids(25), "25 keys after 40");
+  expect_fresh(score, sinusoids(40), "40 keys again after 25");
   expect_fresh(score, sinusoids(40, /*clamp_len=*/10), "another clamp_len");
   expect_fresh(score, sinusoids(60), "more keys than kept");
   score.w_r->weight.mul_(1.5);  // in place: a new version

@@ -6,8 +6,8 @@
 // FLOPs per scored token: bench.h's evaluation formula for each pass (its rows, its length and
 // the memory it reads), summed over the plan's passes and divided by the tokens scored, so a
 // protocol that forwards more than it scores (sliding) is charged for it. Relative's W_r R is
-// charged only when it is computed: evaluation keeps it across passes where it fits
-// (model/encodings/relative.h).
+// charged only when it is computed: evaluation keeps it for a key count an earlier pass
+// projected, where it fits (model/encodings/relative.h).
 #pragma once
 
 #include <cstdint>

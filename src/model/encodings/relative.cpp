@@ -48,25 +48,37 @@ torch::Tensor SinusoidRelativeScore::distance_keys(int64_t key_len, const Positi
 
 torch::Tensor SinusoidRelativeScore::projected_keys(const torch::Tensor& sinusoids) {
   const auto& weight = w_r->weight;  // [H*D, C]
+  const auto bytes = [&weight](int64_t keys) {
+    return keys * weight.size(0) * weight.element_size();
+  };
   const int64_t keys = sinusoids.size(0);
-  const bool keep = !is_training() && !torch::GradMode::is_enabled() &&
-                    keys * weight.size(0) * weight.element_size() <= kKeptDistanceKeyBytes;
-  if (!keep) {
-    kept_ = {};
+  if (is_training() || torch::GradMode::is_enabled() || bytes(keys) > kKeptDistanceKeyBytes) {
+    if (is_training() || torch::GradMode::is_enabled()) kept_.clear();
     return affine(sinusoids, weight);  // [K, H*D]
   }
   const bool autocast = autocast_enabled(weight.device().type());
-  const KeptDistanceKeys& k = kept_;
-  const bool same_weight = k.keys.defined() && k.weight_data == weight.data_ptr() &&
-                           k.weight_version == weight._version() && k.autocast == autocast;
-  if (same_weight && k.sinusoids.size(0) >= keys && k.sinusoids.dtype() == sinusoids.dtype() &&
-      k.sinusoids.device() == sinusoids.device()) {
-    const int64_t first = k.sinusoids.size(0) - keys;  // distances keys-1 .. 0 are the last rows
-    if (torch::equal(k.sinusoids.narrow(0, first, keys), sinusoids))
-      return k.keys.narrow(0, first, keys);  // [K', H*D]
+  // What another weight (or version) projected is gone for good.
+  kept_.erase(std::remove_if(kept_.begin(), kept_.end(),
+                             [&](const KeptDistanceKeys& k) {
+                               return k.weight_data != weight.data_ptr() ||
+                                      k.weight_version != weight._version() ||
+                                      k.autocast != autocast;
+                             }),
+              kept_.end());
+  for (const auto& k : kept_) {
+    if (k.sinusoids.size(0) == keys && k.sinusoids.dtype() == sinusoids.dtype() &&
+        k.sinusoids.device() == sinusoids.device() && torch::equal(k.sinusoids, sinusoids))
+      return k.keys;  // [K, H*D]
   }
-  kept_ = {sinusoids, affine(sinusoids, weight), weight.data_ptr(), weight._version(), autocast};
-  return kept_.keys;  // [K, H*D]
+  int64_t held = bytes(keys);
+  for (const auto& k : kept_) held += bytes(k.sinusoids.size(0));
+  while (held > kKeptDistanceKeyBytes && !kept_.empty()) {
+    held -= bytes(kept_.front().sinusoids.size(0));
+    kept_.erase(kept_.begin());
+  }
+  kept_.push_back(
+      {sinusoids, affine(sinusoids, weight), weight.data_ptr(), weight._version(), autocast});
+  return kept_.back().keys;  // [K, H*D]
 }
 
 RelativeSinusoidInput::RelativeSinusoidInput(int64_t d_model, double dropout)

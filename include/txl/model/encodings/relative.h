@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "txl/config/config.h"
 #include "txl/model/position_score.h"
 
@@ -34,9 +36,11 @@ class RelativeScore : public PositionScoreImpl {
 // Evaluation keeps W_r R: it depends on the weights and the distances, never on the text, so
 // a segment of Q queries over M + Q keys need not project M + Q sinusoids again (at the
 // published WikiText-103 layout, memory 1600, that projection was more work than the layer's
-// own weights). The kept keys serve every pass whose sinusoids are the last rows of the kept
-// ones (distances K'-1..0 of K-1..0: fewer keys, a query block), while the weight is the same
-// tensor at the same version; a training-mode or gradient-recording pass drops them.
+// own weights). A kept projection serves a pass with the same sinusoids (same key count, equal
+// values) while the weight is the same tensor at the same version; a training-mode or
+// gradient-recording pass drops them all. Only the same key count is served, never a slice of
+// a longer projection: a product's rows can differ in the last bits with the number of rows, and
+// an answer must not depend on which passes came before (a probe's shards equal one process).
 struct KeptDistanceKeys {
   torch::Tensor sinusoids;  // [K, C] as projected
   torch::Tensor keys;       // [K, H*D] = sinusoids W_r^T
@@ -45,8 +49,8 @@ struct KeptDistanceKeys {
   bool autocast = false;
 };
 
-// Keys kept per layer at most (beyond it, each pass projects its own): 16 MB holds memory
-// 1600 + 128 keys at H*D = 1024 (7 MB) and 16K keys at H*D = 256.
+// Bytes of keys kept per layer (the oldest go first): 16 MB holds memory 1600 + 128 keys at
+// H*D = 1024 (7 MB) twice, and a query block's few key counts at smaller widths.
 inline constexpr int64_t kKeptDistanceKeyBytes = int64_t{16} << 20;
 
 class SinusoidRelativeScore : public RelativeScore {
@@ -59,7 +63,7 @@ class SinusoidRelativeScore : public RelativeScore {
   torch::nn::Linear w_r{nullptr};  // C -> H*D, no bias
 
  private:
-  KeptDistanceKeys kept_;
+  std::vector<KeptDistanceKeys> kept_;  // oldest first
 };
 
 // The model-level part of `relative`: the sinusoids R for distances K-1..0, computed and
