@@ -30,8 +30,7 @@
 
 namespace txl {
 
-// bench.h. Zipf-distributed for the adaptive softmax, whose cost depends on which
-// clusters the targets fall in (bench.h): the training steps' and the evaluations' alike.
+// Declared in bench.h: uniform ids, Zipf's for the adaptive softmax.
 torch::Tensor bench_random_ids(const ModelConfig& model, int64_t vocab_size, int64_t n) {
   if (model.adaptive) {
     static thread_local torch::Tensor zipf;

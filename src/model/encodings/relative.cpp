@@ -52,10 +52,9 @@ torch::Tensor SinusoidRelativeScore::projected_keys(const torch::Tensor& sinusoi
     return keys * weight.size(0) * weight.element_size();
   };
   const int64_t keys = sinusoids.size(0);
-  if (is_training() || torch::GradMode::is_enabled() || bytes(keys) > kKeptDistanceKeyBytes) {
-    if (is_training() || torch::GradMode::is_enabled()) kept_.clear();
-    return affine(sinusoids, weight);  // [K, H*D]
-  }
+  const bool learning = is_training() || torch::GradMode::is_enabled();
+  if (learning) kept_.clear();
+  if (learning || bytes(keys) > kKeptDistanceKeyBytes) return affine(sinusoids, weight);
   const bool autocast = autocast_enabled(weight.device().type());
   // What another weight (or version) projected is gone for good.
   kept_.erase(std::remove_if(kept_.begin(), kept_.end(),
